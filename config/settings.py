@@ -1,0 +1,249 @@
+"""Every setting of mnemoproxy, in one table, and how they are loaded.
+
+Sources, later wins: built-in defaults < `mnemoproxy.toml` (or `--config FILE`) <
+`MNEMO_<NAME>` environment variables < command-line flags (`--name-with-dashes`).
+The table is the `Settings` dataclass: each field carries its default, range and help,
+so the CLI, the README check and validation all read the same place.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from config.errors import SettingError
+
+ENV_PREFIX = "MNEMO_"
+DEFAULT_CONFIG_FILE = "mnemoproxy.toml"
+
+
+def _setting(
+    default: Any,
+    help: str,
+    *,
+    low: float | None = None,
+    high: float | None = None,
+    choices: tuple[str, ...] | None = None,
+    secret: bool = False,
+) -> Any:
+    return field(
+        default=default,
+        metadata={"help": help, "low": low, "high": high, "choices": choices, "secret": secret},
+    )
+
+
+@dataclass(frozen=True)
+class Settings:
+    # The HTTP face
+    host: str = _setting("127.0.0.1", "Address the proxy listens on.")
+    port: int = _setting(1337, "Port the proxy listens on.", low=1, high=65535)
+    max_body_bytes: int = _setting(
+        8_000_000, "Largest request body accepted; larger ones get 413.", low=1024, high=200_000_000
+    )
+    log_level: str = _setting(
+        "info", "Logging verbosity.", choices=("debug", "info", "warning", "error")
+    )
+    # The upstream model server
+    upstream_url: str = _setting(
+        "https://api.openai.com/v1", "Base URL of the OpenAI-compatible model server."
+    )
+    upstream_api_key: str = _setting(
+        "",
+        "API key sent upstream; empty passes the client's own Authorization header through.",
+        secret=True,
+    )
+    upstream_connect_timeout: float = _setting(
+        10.0, "Seconds to wait for a connection to the upstream.", low=0.1, high=300
+    )
+    upstream_read_timeout: float = _setting(
+        600.0,
+        "Seconds to wait for the upstream between bytes of a response.",
+        low=0.1,
+        high=3600,
+    )
+    upstream_max_connections: int = _setting(
+        256, "Pooled connections kept to the upstream.", low=1, high=10_000
+    )
+    # Memory
+    enabled: bool = _setting(True, "Read and write memory for requests carrying X-Agent-Id.")
+    data_dir: str = _setting(
+        "./mnemo-data", "Folder holding the SQLite database and the vector indexes."
+    )
+    core_model: str = _setting(
+        "",
+        "Model that distils sessions into memory; empty uses the offline rule-based distiller.",
+    )
+    core_url: str = _setting("", "Base URL for the core model; empty means upstream_url.")
+    core_api_key: str = _setting(
+        "", "API key for the core model; empty means upstream_api_key.", secret=True
+    )
+    embedding_backend: str = _setting(
+        "wordllama",
+        "Embedder: wordllama (static, fast, offline), minilm (all-MiniLM-L6-v2, offline), "
+        "openai (an OpenAI-compatible /v1/embeddings endpoint).",
+        choices=("wordllama", "minilm", "openai"),
+    )
+    embedding_model: str = _setting(
+        "", "Model name for the openai embedding backend (e.g. text-embedding-3-small)."
+    )
+    embedding_url: str = _setting(
+        "", "Base URL for the openai embedding backend; empty means upstream_url."
+    )
+    relevance_gate_mode: str = _setting(
+        "heuristic",
+        "When to inject memory: off (always), heuristic (lexical rules + retrieval probe), "
+        "llm (a short classification call to the core model).",
+        choices=("off", "heuristic", "llm"),
+    )
+    memory_budget_tokens: int = _setting(
+        800, "Most tokens of memory injected into one request.", low=100, high=4000
+    )
+    identity_max_facts: int = _setting(
+        20, "Most identity facts kept per agent and always injected.", low=0, high=200
+    )
+    injection: str = _setting(
+        "user_prefix",
+        "Where the memory block goes: user_prefix (before the latest user message) or "
+        "system (a system message).",
+        choices=("user_prefix", "system"),
+    )
+    summary_debounce_seconds: float = _setting(
+        60.0, "Quiet seconds after a session's last turn before it is distilled.", low=1, high=3600
+    )
+    distill_max_attempts: int = _setting(
+        5, "Attempts to distil a session before its signals are dead-lettered.", low=1, high=50
+    )
+    consolidation_interval_hours: float = _setting(
+        24.0, "Hours between consolidation passes; 0 turns them off.", low=0, high=8760
+    )
+    salience_floor: float = _setting(
+        0.2, "Facts whose decayed salience falls below this are evicted.", low=0, high=1
+    )
+    episode_retention_days: int = _setting(
+        365, "Episodes older than this are pruned.", low=1, high=36500
+    )
+
+    def __post_init__(self) -> None:
+        for f in dataclasses.fields(self):
+            _validate(f, getattr(self, f.name))
+
+    def public(self) -> dict[str, Any]:
+        """The settings with secrets masked, for logs and /health."""
+        return {
+            f.name: (
+                "***" if f.metadata["secret"] and getattr(self, f.name) else getattr(self, f.name)
+            )
+            for f in dataclasses.fields(self)
+        }
+
+
+SETTINGS_TABLE: tuple[dataclasses.Field[Any], ...] = dataclasses.fields(Settings)
+SETTING_NAMES = frozenset(f.name for f in SETTINGS_TABLE)
+
+
+def describe_range(f: dataclasses.Field[Any]) -> str:
+    meta = f.metadata
+    if meta["choices"]:
+        return ", ".join(meta["choices"])
+    if meta["low"] is not None:
+        return f"{_num(meta['low'])} - {_num(meta['high'])}"
+    if f.type in ("bool", bool):
+        return "true, false"
+    return "text"
+
+
+def _num(value: float) -> str:
+    return str(int(value)) if float(value).is_integer() else str(value)
+
+
+def _validate(f: dataclasses.Field[Any], value: Any) -> None:
+    meta = f.metadata
+    if meta["choices"] and value not in meta["choices"]:
+        raise SettingError(
+            f"setting {f.name}={value!r} is not allowed; choose one of {describe_range(f)}",
+            param=f.name,
+        )
+    if meta["low"] is not None and not (meta["low"] <= value <= meta["high"]):
+        raise SettingError(
+            f"setting {f.name}={value!r} is out of range; allowed {describe_range(f)}",
+            param=f.name,
+        )
+
+
+def _coerce(f: dataclasses.Field[Any], raw: Any, source: str) -> Any:
+    """Turn a raw value (text from env/CLI, or a TOML value) into the field's type."""
+    kind = f.type if isinstance(f.type, str) else f.type.__name__
+    try:
+        if kind == "bool":
+            if isinstance(raw, bool):
+                return raw
+            text = str(raw).strip().lower()
+            if text in ("1", "true", "yes", "on"):
+                return True
+            if text in ("0", "false", "no", "off"):
+                return False
+            raise ValueError(raw)
+        if kind == "int":
+            if isinstance(raw, bool):
+                raise ValueError(raw)
+            return int(raw)
+        if kind == "float":
+            if isinstance(raw, bool):
+                raise ValueError(raw)
+            return float(raw)
+        return str(raw)
+    except (TypeError, ValueError):
+        raise SettingError(
+            f"setting {f.name}={raw!r} (from {source}) is not a valid {kind}; "
+            f"allowed {describe_range(f)}",
+            param=f.name,
+        ) from None
+
+
+def load_settings(
+    *,
+    cli: Mapping[str, Any] | None = None,
+    config_file: str | os.PathLike[str] | None = None,
+    environ: Mapping[str, str] | None = None,
+    read_default_file: bool = True,
+) -> Settings:
+    """Merge every source into one validated Settings; raise SettingError on a bad value.
+
+    `read_default_file=False` ignores ./mnemoproxy.toml (tests must not read the user's)."""
+    environ = os.environ if environ is None else environ
+    by_name = {f.name: f for f in SETTINGS_TABLE}
+    values: dict[str, Any] = {}
+
+    path = Path(config_file) if config_file else Path(DEFAULT_CONFIG_FILE)
+    if config_file and not path.is_file():
+        raise SettingError(f"config file {path} does not exist; check the --config path")
+    if (config_file or read_default_file) and path.is_file():
+        try:
+            table = tomllib.loads(path.read_text(encoding="utf-8"))
+        except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+            raise SettingError(f"config file {path} is not valid TOML: {exc}") from exc
+        for name, raw in table.items():
+            if name not in by_name:
+                raise SettingError(
+                    f"unknown setting {name!r} in {path}; see the settings table in README.md"
+                )
+            values[name] = _coerce(by_name[name], raw, str(path))
+
+    for name, f in by_name.items():
+        env_name = ENV_PREFIX + name.upper()
+        if env_name in environ:
+            values[name] = _coerce(f, environ[env_name], env_name)
+
+    for name, raw in (cli or {}).items():
+        if raw is None:
+            continue
+        if name not in by_name:
+            raise SettingError(f"unknown setting {name!r}")
+        values[name] = _coerce(by_name[name], raw, "--" + name.replace("_", "-"))
+
+    return Settings(**values)

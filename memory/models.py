@@ -1,0 +1,62 @@
+"""Plain data that crosses module boundaries inside memory/ and up to gate/."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Literal
+
+Scope = Literal["pinned", "episodes", "transcript"]
+SCOPES: tuple[Scope, ...] = ("pinned", "episodes", "transcript")
+FactKind = Literal["pinned", "identity"]
+
+
+@dataclass(frozen=True)
+class Turn:
+    """One exchange: the user's text and the assistant's reply, with when it happened."""
+
+    user: str
+    assistant: str
+    at: datetime | None = None
+
+
+@dataclass
+class EpisodeDraft:
+    summary: str
+    topics: list[str] = field(default_factory=list)
+    entities: list[str] = field(default_factory=list)
+    decisions: list[str] = field(default_factory=list)
+    action_items: list[str] = field(default_factory=list)
+    salience: float = 0.5
+
+
+@dataclass
+class FactDraft:
+    """A fact a distiller proposes. `slot` names what the fact is about ("identity:location",
+    "preference:drink"); a new fact in an occupied slot with other content supersedes the
+    old one, while the same content merges into it."""
+
+    content: str
+    kind: FactKind = "pinned"
+    salience: float = 0.5
+    tags: list[str] = field(default_factory=list)
+    slot: str | None = None
+
+
+@dataclass
+class Distillation:
+    episode: EpisodeDraft | None = None
+    pinned: list[FactDraft] = field(default_factory=list)
+    identity: list[FactDraft] = field(default_factory=list)
+
+
+@dataclass
+class SessionInput:
+    """What a distiller sees: one session's turns plus the agent's context for continuity."""
+
+    agent_id: str
+    session_id: str
+    turns: list[Turn]
+    session_date: datetime | None = None
+    known_identity: list[str] = field(default_factory=list)
+    recent_episodes: list[str] = field(default_factory=list)

@@ -1,0 +1,83 @@
+"""POST /v1/chat/completions: validate, let memory prepare the request, relay, remember."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from litestar import Request, Response, post
+from litestar.di import NamedDependency
+
+from config.errors import InvalidRequest
+from proxy.relay import relay
+from proxy.services import Services
+from proxy.upstream import forward_headers
+
+
+def parse_chat_body(raw: bytes) -> dict[str, Any]:
+    """The request as a dict, or InvalidRequest naming what is wrong."""
+    try:
+        body = json.loads(raw)
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise InvalidRequest(
+            f"the request body is not valid JSON ({exc}); send a chat completion request "
+            "as a JSON object"
+        ) from None
+    if not isinstance(body, dict):
+        raise InvalidRequest("the request body must be a JSON object with a 'messages' list")
+    messages = body.get("messages")
+    if messages is None:
+        raise InvalidRequest(
+            "'messages' is required: a list of {role, content} objects", param="messages"
+        )
+    if not isinstance(messages, list) or not messages:
+        raise InvalidRequest("'messages' must be a non-empty list", param="messages")
+    for i, message in enumerate(messages):
+        if not isinstance(message, dict):
+            raise InvalidRequest(
+                f"messages[{i}] must be an object with 'role' and 'content'", param=f"messages[{i}]"
+            )
+        if not isinstance(message.get("role"), str):
+            raise InvalidRequest(
+                f"messages[{i}].role must be a string such as 'user'", param=f"messages[{i}].role"
+            )
+    if "stream" in body and not isinstance(body["stream"], bool | None):
+        raise InvalidRequest("'stream' must be true or false", param="stream")
+    return body
+
+
+@post("/v1/chat/completions", status_code=200)
+async def chat_completions(
+    request: Request[Any, Any, Any], services: NamedDependency[Services]
+) -> Response[Any]:
+    raw = await request.body()
+    body = parse_chat_body(raw)
+    agent_id = request.headers.get("x-agent-id", "").strip()
+    session_id = request.headers.get("x-session-id", "").strip() or None
+
+    plan = None
+    if agent_id and services.memory is not None:
+        plan = await services.memory.before(agent_id, session_id, body)
+        if plan.body is not None:
+            raw = json.dumps(plan.body, ensure_ascii=False).encode()
+
+    headers = forward_headers(
+        request.headers.items(), api_key=services.upstream.api_key, identity_encoding=True
+    )
+    upstream_response = await services.upstream.send(
+        "POST", "/v1/chat/completions", headers=headers, content=raw
+    )
+    on_reply = None
+    if plan is not None and services.memory is not None:
+        memory = services.memory
+        recorded_plan = plan
+
+        def on_reply(reply: Any) -> None:
+            memory.after(recorded_plan, reply)
+
+    return await relay(
+        services.upstream,
+        upstream_response,
+        extra_headers=plan.headers if plan is not None else None,
+        on_reply=on_reply,
+    )

@@ -1,0 +1,41 @@
+"""Every other /v1/* route, relayed as it is: method, query, body, headers, streaming."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from litestar import Request, Response, route
+from litestar.di import NamedDependency
+from litestar.enums import HttpMethod
+
+from proxy.relay import relay
+from proxy.services import Services
+from proxy.upstream import forward_headers
+
+_METHODS = [
+    HttpMethod.GET,
+    HttpMethod.POST,
+    HttpMethod.PUT,
+    HttpMethod.PATCH,
+    HttpMethod.DELETE,
+    HttpMethod.HEAD,
+    HttpMethod.OPTIONS,
+]
+
+
+@route("/v1/{path:path}", http_method=_METHODS, status_code=200)
+async def pass_through(
+    request: Request[Any, Any, Any], services: NamedDependency[Services]
+) -> Response[Any]:
+    body = await request.body()
+    headers = forward_headers(
+        request.headers.items(), api_key=services.upstream.api_key, identity_encoding=False
+    )
+    upstream_response = await services.upstream.send(
+        request.method,
+        request.url.path,
+        headers=headers,
+        content=body or None,
+        query=request.url.query,
+    )
+    return await relay(services.upstream, upstream_response)

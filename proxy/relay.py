@@ -1,0 +1,98 @@
+"""Relaying one upstream response to the client: whole bodies as they are, streams chunk by
+chunk as they arrive (never buffered), with an optional tee that reads a copy."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator, Callable
+from typing import Any
+
+import httpx
+from litestar import Response
+from litestar.response import Stream
+
+from config.errors import UpstreamError
+from proxy.errors import sse_error_event
+from proxy.sse import AssistantReply, StreamTee, reply_from_json
+from proxy.upstream import Upstream, response_headers, translate_error
+
+log = logging.getLogger("mnemoproxy.relay")
+
+# Bodies up to this size with a known length are read whole and returned with their
+# Content-Length; anything else (SSE, unknown length, large) streams through.
+_WHOLE_BODY_LIMIT = 4_000_000
+
+OnReply = Callable[[AssistantReply], None]
+
+
+async def relay(
+    upstream: Upstream,
+    response: httpx.Response,
+    *,
+    extra_headers: dict[str, str] | None = None,
+    on_reply: OnReply | None = None,
+) -> Response[Any]:
+    """Turn an upstream response (headers received, body unread) into the client's response.
+
+    `on_reply` is called with the reassembled assistant reply once a successful body has
+    been relayed completely; it is never called for errors or broken streams.
+    """
+    headers = response_headers(response.headers)
+    media_type = headers.pop("content-type", None) or headers.pop("Content-Type", None)
+    headers.update(extra_headers or {})
+    is_sse = (media_type or "").startswith("text/event-stream")
+    length = response.headers.get("content-length")
+    ok = response.status_code < 400
+
+    if not is_sse and length is not None and int(length) <= _WHOLE_BODY_LIMIT:
+        try:
+            body = b"".join([chunk async for chunk in response.aiter_raw()])
+        except httpx.HTTPError as exc:
+            raise translate_error(exc, upstream.base_url) from exc
+        finally:
+            await response.aclose()
+        if ok and on_reply is not None:
+            reply = reply_from_json(body)
+            if reply is not None:
+                on_reply(reply)
+        return Response(
+            body, status_code=response.status_code, headers=headers, media_type=media_type
+        )
+
+    tee = StreamTee() if (ok and is_sse and on_reply is not None) else None
+    return Stream(
+        _relay_chunks(upstream, response, tee, on_reply, is_sse),
+        status_code=response.status_code,
+        headers=headers,
+        media_type=media_type,
+    )
+
+
+async def _relay_chunks(
+    upstream: Upstream,
+    response: httpx.Response,
+    tee: StreamTee | None,
+    on_reply: OnReply | None,
+    is_sse: bool,
+) -> AsyncIterator[bytes]:
+    completed = False
+    try:
+        async for chunk in response.aiter_raw():
+            if tee is not None:
+                tee.feed(chunk)
+            yield chunk
+        completed = True
+    except httpx.HTTPError as exc:
+        error = translate_error(exc, upstream.base_url)
+        log.warning("upstream broke the stream: %s", error.message)
+        if is_sse:
+            broken = UpstreamError(
+                "the upstream closed the stream before it finished; the reply is incomplete, "
+                "retry the request",
+                code="upstream_stream_broken",
+            )
+            yield sse_error_event(broken)
+    finally:
+        await response.aclose()
+    if completed and tee is not None and on_reply is not None:
+        on_reply(tee.reply())

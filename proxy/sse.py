@@ -1,0 +1,112 @@
+"""Reassembling the assistant's reply from what the upstream sent, streamed or not.
+
+The stream itself is relayed byte for byte; this module only reads a copy (the tee).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass
+class AssistantReply:
+    content: str = ""
+    tool_calls: list[dict[str, Any]] = field(default_factory=list)
+    finish_reason: str | None = None
+
+    def as_text(self) -> str:
+        """The reply as memory stores it: the text, plus a line per tool call."""
+        parts = [self.content] if self.content else []
+        for call in self.tool_calls:
+            fn = call.get("function", {})
+            parts.append(f"[tool call {fn.get('name', '?')}({fn.get('arguments', '')})]")
+        return "\n".join(parts)
+
+
+def reply_from_json(body: bytes) -> AssistantReply | None:
+    """The first choice of a non-streaming chat.completion, or None if it is not one."""
+    try:
+        payload = json.loads(body)
+        message = payload["choices"][0]["message"]
+    except (ValueError, KeyError, IndexError, TypeError):
+        return None
+    if not isinstance(message, dict):
+        return None
+    content = message.get("content")
+    tool_calls = message.get("tool_calls") or []
+    return AssistantReply(
+        content=content if isinstance(content, str) else "",
+        tool_calls=[c for c in tool_calls if isinstance(c, dict)],
+        finish_reason=payload["choices"][0].get("finish_reason"),
+    )
+
+
+class StreamTee:
+    """Fed the SSE bytes as they pass; accumulates choice 0's text and tool calls."""
+
+    def __init__(self) -> None:
+        self._buffer = b""
+        self._content: list[str] = []
+        self._calls: dict[int, dict[str, Any]] = {}
+        self._finish: str | None = None
+
+    def feed(self, chunk: bytes) -> None:
+        self._buffer += chunk
+        while True:
+            end, sep_len = _event_end(self._buffer)
+            if end < 0:
+                return
+            event, self._buffer = self._buffer[:end], self._buffer[end + sep_len :]
+            self._on_event(event)
+
+    def reply(self) -> AssistantReply:
+        if self._buffer.strip():  # a last event without its blank line
+            self._on_event(self._buffer)
+            self._buffer = b""
+        calls = [self._calls[i] for i in sorted(self._calls)]
+        return AssistantReply("".join(self._content), calls, self._finish)
+
+    def _on_event(self, event: bytes) -> None:
+        data = b"".join(
+            line[5:].lstrip() for line in event.splitlines() if line.startswith(b"data:")
+        )
+        if not data or data == b"[DONE]":
+            return
+        try:
+            payload = json.loads(data)
+            choice = payload["choices"][0]
+        except (ValueError, KeyError, IndexError, TypeError):
+            return
+        if not isinstance(choice, dict):
+            return
+        if choice.get("finish_reason"):
+            self._finish = choice["finish_reason"]
+        delta = choice.get("delta") or {}
+        text = delta.get("content")
+        if isinstance(text, str):
+            self._content.append(text)
+        for part in delta.get("tool_calls") or []:
+            if isinstance(part, dict):
+                self._merge_call(part)
+
+    def _merge_call(self, part: dict[str, Any]) -> None:
+        index = part.get("index", len(self._calls))
+        call = self._calls.setdefault(
+            index, {"id": None, "type": "function", "function": {"name": "", "arguments": ""}}
+        )
+        if part.get("id"):
+            call["id"] = part["id"]
+        fn = part.get("function") or {}
+        if fn.get("name"):
+            call["function"]["name"] += fn["name"]
+        if isinstance(fn.get("arguments"), str):
+            call["function"]["arguments"] += fn["arguments"]
+
+
+def _event_end(buffer: bytes) -> tuple[int, int]:
+    """Where the first complete SSE event ends, and the separator's length (-1 if none)."""
+    candidates = [(buffer.find(sep), len(sep)) for sep in (b"\n\n", b"\r\n\r\n")]
+    found = [c for c in candidates if c[0] >= 0]
+    return min(found) if found else (-1, 0)

@@ -1,0 +1,75 @@
+"""A real proxy server on a free loopback port, in a background thread, for tests."""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+import threading
+import time
+from typing import Any, Self
+
+import uvicorn
+
+from config.settings import Settings, load_settings
+from proxy.app import MemoryFactory, create_app
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def make_settings(**overrides: Any) -> Settings:
+    """Settings for a test: nothing from the user's environment or working directory."""
+    return load_settings(cli=overrides, environ={}, read_default_file=False)
+
+
+class ProxyServer:
+    def __init__(self, settings: Settings, *, memory_factory: MemoryFactory | None = None):
+        self.settings = settings
+        self.port = free_port()
+        app = create_app(settings, memory_factory=memory_factory)
+        config = uvicorn.Config(
+            app,
+            host="127.0.0.1",
+            port=self.port,
+            loop="asyncio",
+            http="httptools",
+            log_level="warning",
+            access_log=False,
+            lifespan="on",
+            timeout_graceful_shutdown=5,
+        )
+        self._server = uvicorn.Server(config)
+        self._thread = threading.Thread(target=self._run, daemon=True, name="proxy-server")
+
+    def _run(self) -> None:
+        asyncio.run(self._server.serve())
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    @property
+    def base_url(self) -> str:
+        return self.url + "/v1"
+
+    def start(self) -> Self:
+        self._thread.start()
+        deadline = time.monotonic() + 15
+        while not self._server.started:
+            if not self._thread.is_alive() or time.monotonic() > deadline:
+                raise RuntimeError("the proxy server did not start")
+            time.sleep(0.01)
+        return self
+
+    def stop(self) -> None:
+        self._server.should_exit = True
+        self._thread.join(timeout=15)
+
+    def __enter__(self) -> Self:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
