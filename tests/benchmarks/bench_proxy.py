@@ -1,0 +1,142 @@
+"""Proxy overhead: chat completions through the proxy vs the same fake upstream directly.
+
+    python -m tests.benchmarks.bench_proxy [--requests N]
+
+Both run as separate processes on loopback; one client process alternates between the
+two targets in the same run, so machine noise hits both alike. Reports p50/p99 latency
+(non-streaming) and time to first byte (streaming) at concurrency 1 and 32.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import statistics
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+
+from tests.benchmarks.proc import fake_upstream_process, proxy_process
+
+
+def percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(round(q * (len(ordered) - 1))))]
+
+
+async def _one(
+    session: aiohttp.ClientSession, url: str, body: bytes, headers: dict[str, str]
+) -> float:
+    """Seconds until the first body byte (for SSE) or the whole body (for JSON)."""
+    started = time.perf_counter()
+    async with session.post(url, data=body, headers=headers) as response:
+        if response.content_type == "text/event-stream":
+            await response.content.readany()
+            elapsed = time.perf_counter() - started
+            await response.read()
+            return elapsed
+        await response.read()
+        return time.perf_counter() - started
+
+
+async def measure(
+    url: str, *, stream: bool, concurrency: int, requests: int, headers: dict[str, str]
+) -> list[float]:
+    body = json.dumps(
+        {
+            "model": "fake-model",
+            "stream": stream,
+            "messages": [{"role": "user", "content": "What is the capital of France?"}],
+        }
+    ).encode()
+    headers = {"content-type": "application/json", **headers}
+    connector = aiohttp.TCPConnector(limit=concurrency)
+    latencies: list[float] = []
+    async with aiohttp.ClientSession(connector=connector) as session:
+        for _ in range(min(20, requests)):  # warm the pools on both sides
+            await _one(session, url, body, headers)
+        queue = iter(range(requests))
+
+        async def worker() -> None:
+            for _ in queue:
+                latencies.append(await _one(session, url, body, headers))
+
+        await asyncio.gather(*(worker() for _ in range(concurrency)))
+    return latencies
+
+
+def compare(
+    direct_url: str, proxy_url: str, *, requests: int, headers: dict[str, str] | None = None
+) -> list[dict[str, Any]]:
+    rows = []
+    for stream in (False, True):
+        for concurrency in (1, 32):
+            direct: list[float] = []
+            proxied: list[float] = []
+            # Interleave rounds so drift in machine load affects both sides equally.
+            for _ in range(3):
+                n = max(1, requests // 3)
+                direct += asyncio.run(
+                    measure(
+                        direct_url, stream=stream, concurrency=concurrency, requests=n, headers={}
+                    )
+                )
+                proxied += asyncio.run(
+                    measure(
+                        proxy_url,
+                        stream=stream,
+                        concurrency=concurrency,
+                        requests=n,
+                        headers=headers or {},
+                    )
+                )
+            row = {
+                "mode": "stream TTFB" if stream else "non-stream",
+                "concurrency": concurrency,
+                "direct_p50_ms": 1000 * statistics.median(direct),
+                "proxy_p50_ms": 1000 * statistics.median(proxied),
+                "direct_p99_ms": 1000 * percentile(direct, 0.99),
+                "proxy_p99_ms": 1000 * percentile(proxied, 0.99),
+            }
+            row["added_p50_ms"] = row["proxy_p50_ms"] - row["direct_p50_ms"]
+            row["added_p99_ms"] = row["proxy_p99_ms"] - row["direct_p99_ms"]
+            row["ratio_p50"] = row["proxy_p50_ms"] / row["direct_p50_ms"]
+            rows.append(row)
+    return rows
+
+
+def print_rows(title: str, rows: list[dict[str, Any]]) -> None:
+    print(f"\n{title}")
+    print(
+        f"{'mode':<12} {'conc':>4} {'direct p50':>10} {'proxy p50':>10} {'added p50':>10} "
+        f"{'direct p99':>10} {'proxy p99':>10} {'ratio':>6}"
+    )
+    for r in rows:
+        print(
+            f"{r['mode']:<12} {r['concurrency']:>4} {r['direct_p50_ms']:>8.2f}ms "
+            f"{r['proxy_p50_ms']:>8.2f}ms {r['added_p50_ms']:>8.2f}ms "
+            f"{r['direct_p99_ms']:>8.2f}ms {r['proxy_p99_ms']:>8.2f}ms {r['ratio_p50']:>6.2f}"
+        )
+
+
+def main(argv: list[str] | None = None) -> dict[str, Any]:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--requests", type=int, default=600)
+    args = parser.parse_args(argv)
+    with tempfile.TemporaryDirectory() as tmp, fake_upstream_process() as upstream:
+        with proxy_process(upstream, Path(tmp) / "data") as proxy:
+            rows = compare(
+                upstream + "/chat/completions",
+                proxy + "/v1/chat/completions",
+                requests=args.requests,
+            )
+    print_rows("pass-through (no X-Agent-Id)", rows)
+    return {"pass_through": rows}
+
+
+if __name__ == "__main__":
+    main()
