@@ -7,6 +7,7 @@
     ├── PayloadTooLarge     413     a body over max_body_bytes
     ├── UpstreamError       502     the model server could not be reached or broke the reply
     │   └── UpstreamTimeout 504     the model server did not answer in time
+    ├── MemoryUnavailable   503     memory is disabled on this proxy
     └── MemoryFailure       500     the memory store failed (the chat path fails open instead)
 
 Third-party exceptions are translated into these where they enter the code, so that
@@ -61,6 +62,12 @@ class UpstreamError(MnemoError):
 class UpstreamTimeout(UpstreamError):
     status = 504
     code = "upstream_timeout"
+
+
+class MemoryUnavailable(MnemoError):
+    status = 503
+    error_type = "memory_error"
+    code = "memory_disabled"
 
 
 class MemoryFailure(MnemoError):

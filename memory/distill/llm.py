@@ -1,0 +1,163 @@
+"""The LLM distiller: one core-model call turns a session into an episode and facts.
+
+One attempt per call. Failures surface as `UpstreamError` / `UpstreamTimeout` (the model
+server) or `DistillError` (its output); retries, backoff, the circuit breaker and
+dead-lettering belong to the caller, which sees every session's outcome.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import logging
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import jinja2
+
+from config.errors import UpstreamTimeout
+from memory.distill.parse import DISTILLATION_SCHEMA, parse_distillation
+from memory.distill.protocol import CoreModel
+from memory.distill.redact import looks_like_secret, redact_secrets
+from memory.models import Distillation, EpisodeDraft, FactDraft, SessionInput, Turn
+
+log = logging.getLogger(__name__)
+
+DEFAULT_TEMPLATES_DIR = Path(__file__).parent / "prompts"
+SYSTEM_TEMPLATE = "distill_system.j2"
+USER_TEMPLATE = "distill_user.j2"
+# The core client enforces `timeout` itself; this margin lets its own, more precise error
+# win, while still bounding a client that ignores the timeout it was given.
+TIMEOUT_GRACE_SECONDS = 1.0
+TRUNCATION_MARK = " … [truncated]"
+
+
+class LLMDistiller:
+    """Distils sessions with the core model; implements `Distiller`.
+
+    `max_turn_chars` caps each side of a turn in the prompt, because a pasted log or a long
+    generated answer would otherwise crowd out the rest of the session.
+    """
+
+    def __init__(
+        self,
+        core: CoreModel,
+        *,
+        timeout: float = 60.0,
+        templates_dir: Path = DEFAULT_TEMPLATES_DIR,
+        max_tokens: int | None = None,
+        max_turn_chars: int = 4000,
+    ):
+        self._core = core
+        self.timeout = timeout
+        self.max_tokens = max_tokens
+        self.max_turn_chars = max_turn_chars
+        environment = jinja2.Environment(
+            loader=jinja2.FileSystemLoader(templates_dir),
+            autoescape=False,  # the output is a prompt, not HTML
+            undefined=jinja2.StrictUndefined,
+            trim_blocks=True,
+            lstrip_blocks=True,
+        )
+        # Loaded now so that a missing or broken template stops start-up, not the first session.
+        self._system_template = environment.get_template(SYSTEM_TEMPLATE)
+        self._user_template = environment.get_template(USER_TEMPLATE)
+
+    def render_messages(self, session: SessionInput) -> list[dict[str, Any]]:
+        """The chat messages sent to the core model for this session. The system message does
+        not depend on the session, so a server with prefix caching can reuse it."""
+        session_date = session.session_date or _first_timestamp(session.turns)
+        user_prompt = self._user_template.render(
+            session_date=_format_day(session_date) if session_date else "unknown",
+            session_date_known=session_date is not None,
+            known_identity=session.known_identity,
+            recent_episodes=session.recent_episodes,
+            turns=[self._prompt_turn(turn) for turn in session.turns],
+        )
+        return [
+            {"role": "system", "content": self._system_template.render().strip()},
+            {"role": "user", "content": user_prompt.strip()},
+        ]
+
+    async def distill(self, session: SessionInput) -> Distillation:
+        if not any(turn.user.strip() or turn.assistant.strip() for turn in session.turns):
+            return Distillation()
+        messages = self.render_messages(session)
+        try:
+            async with asyncio.timeout(self.timeout + TIMEOUT_GRACE_SECONDS):
+                reply = await self._core.complete(
+                    messages,
+                    json_schema=DISTILLATION_SCHEMA,
+                    timeout=self.timeout,
+                    max_tokens=self.max_tokens,
+                )
+        except TimeoutError as exc:
+            raise UpstreamTimeout(
+                f"The core model did not answer within {self.timeout:g} s while distilling "
+                f"session {session.session_id!r}; check the core model server or raise the "
+                "distill timeout."
+            ) from exc
+        return _without_secrets(parse_distillation(reply), session.session_id)
+
+    def _prompt_turn(self, turn: Turn) -> dict[str, str]:
+        return {
+            "user": _truncate(turn.user.strip(), self.max_turn_chars),
+            "assistant": _truncate(turn.assistant.strip(), self.max_turn_chars),
+            "at": _format_moment(turn.at) if turn.at else "",
+        }
+
+
+def _without_secrets(distillation: Distillation, session_id: str) -> Distillation:
+    """Drop facts and list items that carry a credential; redact them from the summary, which
+    is kept because the rest of it is still worth remembering."""
+    pinned = _keep_clean_facts(distillation.pinned)
+    identity = _keep_clean_facts(distillation.identity)
+    episode = _clean_episode(distillation.episode) if distillation.episode else None
+    dropped = (len(distillation.pinned) - len(pinned)) + (
+        len(distillation.identity) - len(identity)
+    )
+    if dropped:
+        # Never log the content: it is the secret.
+        log.warning(
+            "dropped %d fact(s) that looked like secrets from session %s", dropped, session_id
+        )
+    return Distillation(episode=episode, pinned=pinned, identity=identity)
+
+
+def _keep_clean_facts(facts: list[FactDraft]) -> list[FactDraft]:
+    return [
+        fact
+        for fact in facts
+        if not looks_like_secret(fact.content) and not any(map(looks_like_secret, fact.tags))
+    ]
+
+
+def _clean_episode(episode: EpisodeDraft) -> EpisodeDraft:
+    def clean(items: list[str]) -> list[str]:
+        return [item for item in items if not looks_like_secret(item)]
+
+    return dataclasses.replace(
+        episode,
+        summary=redact_secrets(episode.summary),
+        topics=clean(episode.topics),
+        entities=clean(episode.entities),
+        decisions=clean(episode.decisions),
+        action_items=clean(episode.action_items),
+    )
+
+
+def _first_timestamp(turns: list[Turn]) -> datetime | None:
+    return next((turn.at for turn in turns if turn.at is not None), None)
+
+
+def _format_day(moment: datetime) -> str:
+    return f"{moment:%Y-%m-%d} ({moment:%A})"
+
+
+def _format_moment(moment: datetime) -> str:
+    return f"{moment:%Y-%m-%d %H:%M} ({moment:%A})"
+
+
+def _truncate(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[:limit] + TRUNCATION_MARK

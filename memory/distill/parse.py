@@ -1,0 +1,295 @@
+"""The JSON shape the core model is asked for, and a forgiving reader for what comes back.
+
+Models wrap JSON in code fences, prepend prose or a <think> block, leave trailing commas,
+quote numbers and flatten lists. Everything unambiguous is repaired here; what cannot be
+read raises `DistillError` with a reason, so the caller can retry or dead-letter.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections.abc import Iterator
+from typing import Any
+
+from memory.distill.protocol import DistillError
+from memory.models import Distillation, EpisodeDraft, FactDraft, FactKind
+
+MAX_ITEM_CHARS = 500
+DEFAULT_SALIENCE = 0.5
+# Identity facts are the always-on core of an agent's memory; they should outlast the decay
+# and eviction that ordinary pinned facts go through.
+IDENTITY_SALIENCE = 0.9
+TOP_LEVEL_KEYS = ("episode", "pinned_candidates", "identity_facts")
+# Each "{" in the reply is a possible start of the answer; a cap keeps a brace-heavy
+# garbage reply from costing quadratic time.
+MAX_OBJECT_STARTS = 64
+
+_STRING_LIST: dict[str, Any] = {"type": "array", "items": {"type": "string"}}
+_SALIENCE: dict[str, Any] = {"type": "number", "minimum": 0, "maximum": 1}
+
+# Written so that strict structured-output modes accept it: every property required, no extras.
+DISTILLATION_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "additionalProperties": False,
+    "required": list(TOP_LEVEL_KEYS),
+    "properties": {
+        "episode": {
+            "type": "object",
+            "additionalProperties": False,
+            "required": ["summary", "topics", "entities", "decisions", "action_items", "salience"],
+            "properties": {
+                "summary": {"type": "string"},
+                "topics": _STRING_LIST,
+                "entities": _STRING_LIST,
+                "decisions": _STRING_LIST,
+                "action_items": _STRING_LIST,
+                "salience": _SALIENCE,
+            },
+        },
+        "pinned_candidates": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "additionalProperties": False,
+                "required": ["content", "salience", "tags"],
+                "properties": {
+                    "content": {"type": "string"},
+                    "salience": _SALIENCE,
+                    "tags": _STRING_LIST,
+                },
+            },
+        },
+        "identity_facts": _STRING_LIST,
+    },
+}
+
+_THINK_BLOCK = re.compile(r"<think(?:ing)?>.*?</think(?:ing)?>", re.DOTALL | re.IGNORECASE)
+_FENCED_BLOCK = re.compile(r"```[A-Za-z0-9_-]*[ \t]*\n?(.*?)```", re.DOTALL)
+_FACT_TEXT_KEYS = ("content", "fact", "text")
+_DECODER = json.JSONDecoder()
+
+
+def parse_distillation(text: str) -> Distillation:
+    """Read a core-model reply into a `Distillation`; raise `DistillError` if it is unusable.
+
+    A reply with the expected keys but nothing in them is a valid "nothing worth keeping"
+    answer and gives an empty `Distillation`.
+    """
+    data = _extract_object(text)
+    episode = _episode(data.get("episode"))
+    identity = _facts(data.get("identity_facts"), kind="identity", salience=IDENTITY_SALIENCE)
+    pinned = _facts(data.get("pinned_candidates"), kind="pinned", salience=DEFAULT_SALIENCE)
+    identity_keys = {_dedupe_key(fact.content) for fact in identity}
+    # A statement the model filed under both headings is kept once, as identity.
+    pinned = [fact for fact in pinned if _dedupe_key(fact.content) not in identity_keys]
+    return Distillation(episode=episode, pinned=pinned, identity=identity)
+
+
+def _extract_object(text: str) -> dict[str, Any]:
+    if not isinstance(text, str) or not text.strip():
+        raise DistillError("the reply was empty")
+    body = _THINK_BLOCK.sub("", text).strip()
+    if not body:
+        raise DistillError("the reply held only a <think> block and no answer")
+    found_other_object = False
+    for candidate in _candidate_objects(body):
+        if any(key in candidate for key in TOP_LEVEL_KEYS):
+            return candidate
+        found_other_object = True
+    if found_other_object:
+        raise DistillError(
+            f"the reply's JSON has none of the keys {', '.join(TOP_LEVEL_KEYS)}: {_preview(body)}"
+        )
+    raise DistillError(f"no JSON object could be read from the reply: {_preview(body)}")
+
+
+def _candidate_objects(body: str) -> Iterator[dict[str, Any]]:
+    """Yield every JSON object found in the reply, most likely answer first: fenced blocks,
+    then each object starting at a "{", in order (the whole reply when it is bare JSON)."""
+    for match in _FENCED_BLOCK.finditer(body):
+        fenced = _loads_object(match.group(1).strip())
+        if fenced is not None:
+            yield fenced
+    starts = [index for index, char in enumerate(body) if char == "{"][:MAX_OBJECT_STARTS]
+    for start in starts:
+        embedded = _object_at(body, start)
+        if embedded is not None:
+            yield embedded
+
+
+def _object_at(body: str, start: int) -> dict[str, Any] | None:
+    try:
+        value, _ = _DECODER.raw_decode(body, start)
+    except json.JSONDecodeError as exc:
+        # Only a trailing comma is worth the slower repair; any other error means this
+        # brace does not open the answer.
+        if not _follows_trailing_comma(body, exc.pos):
+            return None
+        end = _balanced_end(body, start)
+        return None if end is None else _loads_object(body[start : end + 1])
+    return value if isinstance(value, dict) else None
+
+
+def _follows_trailing_comma(text: str, position: int) -> bool:
+    if position >= len(text) or text[position] not in "}]":
+        return False
+    index = position - 1
+    while index >= 0 and text[index].isspace():
+        index -= 1
+    return index >= 0 and text[index] == ","
+
+
+def _loads_object(text: str) -> dict[str, Any] | None:
+    for attempt in (text, _drop_trailing_commas(text)):
+        try:
+            value = json.loads(attempt)
+        except ValueError:
+            continue
+        return value if isinstance(value, dict) else None
+    return None
+
+
+def _balanced_end(text: str, start: int) -> int | None:
+    """Index of the brace closing the one at `start`, skipping braces inside JSON strings."""
+    depth = 0
+    in_string = False
+    escaped = False
+    for index in range(start, len(text)):
+        char = text[index]
+        if in_string:
+            if escaped:
+                escaped = False
+            elif char == "\\":
+                escaped = True
+            elif char == '"':
+                in_string = False
+        elif char == '"':
+            in_string = True
+        elif char == "{":
+            depth += 1
+        elif char == "}":
+            depth -= 1
+            if depth == 0:
+                return index
+    return None
+
+
+def _drop_trailing_commas(text: str) -> str:
+    """Remove commas that directly precede a closing } or ], leaving strings untouched."""
+    out: list[str] = []
+    in_string = False
+    escaped = False
+    for char in text:
+        if in_string:
+            if escaped:
+                escaped = False
+            elif char == "\\":
+                escaped = True
+            elif char == '"':
+                in_string = False
+        elif char == '"':
+            in_string = True
+        elif char in "}]" and out:
+            # Drop a comma left pending before the whitespace that led here.
+            pending = len(out) - 1
+            while pending >= 0 and out[pending].isspace():
+                pending -= 1
+            if pending >= 0 and out[pending] == ",":
+                del out[pending]
+        out.append(char)
+    return "".join(out)
+
+
+def _episode(value: Any) -> EpisodeDraft | None:
+    if isinstance(value, str):
+        value = {"summary": value}
+    if not isinstance(value, dict):
+        return None
+    summary = _text(value.get("summary"))
+    if not summary:
+        return None
+    return EpisodeDraft(
+        summary=summary,
+        topics=_string_list(value.get("topics")),
+        entities=_string_list(value.get("entities")),
+        decisions=_string_list(value.get("decisions")),
+        action_items=_string_list(value.get("action_items")),
+        salience=_salience(value.get("salience"), DEFAULT_SALIENCE),
+    )
+
+
+def _facts(value: Any, *, kind: FactKind, salience: float) -> list[FactDraft]:
+    facts: list[FactDraft] = []
+    seen: set[str] = set()
+    for item in _as_list(value):
+        if isinstance(item, dict):
+            content = _clean_item(next((item[k] for k in _FACT_TEXT_KEYS if k in item), None))
+            fact_salience = _salience(item.get("salience"), salience)
+            tags = _string_list(item.get("tags"))
+        else:
+            content, fact_salience, tags = _clean_item(item), salience, []
+        if content is None or _dedupe_key(content) in seen:
+            continue
+        seen.add(_dedupe_key(content))
+        facts.append(FactDraft(content=content, kind=kind, salience=fact_salience, tags=tags))
+    return facts
+
+
+def _string_list(value: Any) -> list[str]:
+    items: list[str] = []
+    seen: set[str] = set()
+    for item in _as_list(value):
+        cleaned = _clean_item(item)
+        if cleaned is not None and _dedupe_key(cleaned) not in seen:
+            seen.add(_dedupe_key(cleaned))
+            items.append(cleaned)
+    return items
+
+
+def _as_list(value: Any) -> list[Any]:
+    """A lone value where a list was expected is a list of one; null is an empty list."""
+    if value is None:
+        return []
+    if isinstance(value, list):
+        return value
+    return [value]
+
+
+def _text(value: Any) -> str:
+    if isinstance(value, str):
+        return value.strip()
+    # Numbers are unambiguous as text ("tags": [2024]); objects and booleans are not.
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return str(value)
+    return ""
+
+
+def _clean_item(value: Any) -> str | None:
+    text = _text(value)
+    if not text or len(text) > MAX_ITEM_CHARS:
+        return None
+    return text
+
+
+def _salience(value: Any, default: float) -> float:
+    if isinstance(value, bool):
+        return default
+    if isinstance(value, str):
+        try:
+            value = float(value.strip())
+        except ValueError:
+            return default
+    if not isinstance(value, int | float) or math.isnan(value):
+        return default
+    return min(1.0, max(0.0, float(value)))
+
+
+def _dedupe_key(text: str) -> str:
+    return " ".join(text.casefold().split()).rstrip(".!")
+
+
+def _preview(text: str, limit: int = 80) -> str:
+    flat = " ".join(text.split())
+    return repr(flat if len(flat) <= limit else flat[:limit] + "…")
