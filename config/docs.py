@@ -1,8 +1,17 @@
-"""The settings table as Markdown, for README.md (`python -m config.docs`)."""
+"""The settings table as Markdown for README.md.
+
+    python -m config.docs            print the table
+    python -m config.docs README.md  rewrite the table between the README's markers
+"""
 
 from __future__ import annotations
 
+import sys
+from pathlib import Path
+
 from config.settings import ENV_PREFIX, SETTINGS_TABLE, describe_range
+
+START, END = "<!-- settings:start -->", "<!-- settings:end -->"
 
 
 def settings_markdown() -> str:
@@ -21,5 +30,15 @@ def settings_markdown() -> str:
     return "\n".join(rows)
 
 
+def update_readme(path: Path) -> None:
+    text = path.read_text(encoding="utf-8")
+    head, _, rest = text.partition(START)
+    _, _, tail = rest.partition(END)
+    path.write_text(f"{head}{START}\n{settings_markdown()}\n{END}{tail}", encoding="utf-8")
+
+
 if __name__ == "__main__":
-    print(settings_markdown())
+    if len(sys.argv) > 1:
+        update_readme(Path(sys.argv[1]))
+    else:
+        print(settings_markdown())

@@ -82,11 +82,15 @@ class Settings:
     core_api_key: str = _setting(
         "", "API key for the core model; empty means upstream_api_key.", secret=True
     )
+    core_timeout_seconds: float = _setting(
+        60.0, "Seconds one distillation call to the core model may take.", low=1, high=600
+    )
     embedding_backend: str = _setting(
         "wordllama",
         "Embedder: wordllama (static, fast, offline), minilm (all-MiniLM-L6-v2, offline), "
-        "openai (an OpenAI-compatible /v1/embeddings endpoint).",
-        choices=("wordllama", "minilm", "openai"),
+        "openai (an OpenAI-compatible /v1/embeddings endpoint), hashing (dependency-free "
+        "word hashing, the last-resort fallback).",
+        choices=("wordllama", "minilm", "openai", "hashing"),
     )
     embedding_model: str = _setting(
         "", "Model name for the openai embedding backend (e.g. text-embedding-3-small)."

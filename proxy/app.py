@@ -14,6 +14,8 @@ from litestar.di import NamedDependency, Provide
 from config.settings import Settings
 from proxy.chat import chat_completions
 from proxy.errors import EXCEPTION_HANDLERS
+from proxy.memory_api import MEMORY_ROUTES
+from proxy.memory_service import MemoryService
 from proxy.passthrough import pass_through
 from proxy.services import ChatMemory, Services
 from proxy.upstream import Upstream
@@ -32,13 +34,12 @@ def _services(state: State) -> Services:
     return services
 
 
-@get("/health", sync_to_thread=False)
-def health(services: NamedDependency[Services]) -> dict[str, Any]:
-    return {
-        "status": "ok",
-        "upstream": services.upstream.base_url,
-        "memory": "enabled" if services.memory is not None else "disabled",
-    }
+@get("/health")
+async def health(services: NamedDependency[Services]) -> dict[str, Any]:
+    memory: Any = "disabled"
+    if isinstance(services.memory, MemoryService):
+        memory = {**await services.memory.store.status(), "status": "ok"}
+    return {"status": "ok", "upstream": services.upstream.base_url, "memory": memory}
 
 
 def create_app(
@@ -67,7 +68,7 @@ def create_app(
                 await client.aclose()
 
     return Litestar(
-        route_handlers=[chat_completions, pass_through, health],
+        route_handlers=[chat_completions, pass_through, health, *MEMORY_ROUTES],
         dependencies={"services": Provide(_services, sync_to_thread=False)},
         exception_handlers=EXCEPTION_HANDLERS,
         lifespan=[lifespan],

@@ -1,0 +1,185 @@
+"""Choosing what memory goes into one request, under a token budget, and rendering it.
+
+Identity facts come first (they are short and nearly always useful once memory is
+injected at all), then the gate's section by score, then the other sections' items
+whose evidence is strong, until `memory_budget_tokens` would be exceeded. The rendered
+block, fence and header included, never exceeds the budget.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+
+import jinja2
+
+from gate.relevance_types import GateDecision
+from gate.tokens import count_tokens
+from memory.models import Scope
+from memory.search import SearchResult, search
+from memory.store import Store
+
+TEMPLATES = Path(__file__).parent / "templates"
+FENCE_OPEN = "<recalled_memory>"
+FENCE_CLOSE = "</recalled_memory>"
+
+# Where each gate section looks first; the other scopes follow when evidence is strong.
+PRIMARY_SCOPE: dict[str, Scope] = {
+    "identity": "pinned",
+    "pinned": "pinned",
+    "episode": "episodes",
+    "transcript": "transcript",
+}
+CANDIDATES_PER_SCOPE = 40
+# A secondary-scope item joins only when it is nearly as good as the best primary one,
+# or was found by both BM25 and vectors.
+SECONDARY_MIN_FUSED = 0.5
+
+
+@dataclass
+class PlannedItem:
+    kind: str  # identity | pinned | episode | transcript
+    item_type: str
+    item_id: int
+    line: str
+    score: float
+    at: float | None = None
+
+
+@dataclass
+class MemoryBlock:
+    text: str
+    tokens: int
+    items: list[PlannedItem] = field(default_factory=list)
+
+    @property
+    def identity_count(self) -> int:
+        return sum(1 for item in self.items if item.kind == "identity")
+
+
+def _fenced_safe(text: str) -> str:
+    """Memory text must not be able to close the fence and speak as instructions."""
+    return " ".join(text.replace(FENCE_CLOSE, "").replace(FENCE_OPEN, "").split())
+
+
+def _date(ts: float | None) -> str:
+    return datetime.fromtimestamp(ts, UTC).strftime("%Y-%m-%d") if ts else ""
+
+
+def _line(result: SearchResult) -> tuple[str, str]:
+    """(kind, rendered line) for one search result."""
+    text = _fenced_safe(result.text)
+    if result.item_type == "fact":
+        kind = "identity" if result.provenance.get("kind") == "identity" else "pinned"
+        return kind, text
+    date = _date(result.at)
+    if result.item_type == "episode":
+        return "episode", f"[{date}] {text}" if date else text
+    role = result.provenance.get("role", "")
+    speaker = "user" if role == "user" else "assistant"
+    return "transcript", (f"[{date}] " if date else "") + f"{speaker}: {text}"
+
+
+class Planner:
+    def __init__(
+        self,
+        store: Store,
+        *,
+        budget_tokens: int,
+        identity_max_facts: int,
+        template: str = "memory_block.j2",
+    ) -> None:
+        self.store = store
+        self.budget = budget_tokens
+        self.identity_max = identity_max_facts
+        env = jinja2.Environment(
+            loader=jinja2.FileSystemLoader(TEMPLATES),
+            autoescape=False,
+            undefined=jinja2.StrictUndefined,
+            trim_blocks=True,
+            lstrip_blocks=True,
+        )
+        self._template = env.get_template(template)
+
+    async def plan(
+        self, agent_id: str, query: str, decision: GateDecision, now: float | None = None
+    ) -> MemoryBlock | None:
+        """The block for this request, or None when the gate said none or nothing fits."""
+        if not decision.inject:
+            return None
+        now = time.time() if now is None else now
+        identity = [
+            PlannedItem("identity", "fact", f.id, _fenced_safe(f.content), f.salience)
+            for f in (await self.store.current_facts(agent_id, "identity"))[: self.identity_max]
+        ]
+        candidates = await self._candidates(agent_id, query, decision)
+        return self.fit(identity, candidates, now)
+
+    async def _candidates(
+        self, agent_id: str, query: str, decision: GateDecision
+    ) -> list[PlannedItem]:
+        primary_scope = PRIMARY_SCOPE.get(decision.section, "episodes")
+        primary = await search(
+            self.store, agent_id, query, scope=primary_scope, top_k=CANDIDATES_PER_SCOPE
+        )
+        others = await search(self.store, agent_id, query, top_k=CANDIDATES_PER_SCOPE)
+        best = primary[0].score if primary else 0.0
+        seen = {(r.item_type, r.item_id) for r in primary}
+        secondary = [
+            r
+            for r in others
+            if (r.item_type, r.item_id) not in seen
+            and (
+                r.score >= max(SECONDARY_MIN_FUSED, 0.8 * best)
+                or (r.components.get("bm25", 0) and r.components.get("vector", 0))
+            )
+        ]
+        items = []
+        for result in [*primary, *secondary]:
+            kind, line = _line(result)
+            if kind == "identity":
+                continue  # identity facts are added whole, apart from the ranking
+            items.append(
+                PlannedItem(kind, result.item_type, result.item_id, line, result.score, result.at)
+            )
+        return items
+
+    def fit(
+        self, identity: Sequence[PlannedItem], ranked: Sequence[PlannedItem], now: float
+    ) -> MemoryBlock | None:
+        """Greedy fill by rank under the budget, then trim until the render fits."""
+        chosen: list[PlannedItem] = []
+        used = count_tokens(self._render([], now))
+        for item in [*identity, *ranked]:
+            cost = count_tokens(item.line) + 3  # the bullet, the newline, a section header
+            if used + cost > self.budget:
+                continue
+            chosen.append(item)
+            used += cost
+        while chosen:
+            text = self._render(chosen, now)
+            tokens = count_tokens(text)
+            if tokens <= self.budget:
+                return MemoryBlock(text, tokens, chosen)
+            chosen.pop()  # the last chosen is the lowest ranked
+        return None
+
+    def _render(self, items: Sequence[PlannedItem], now: float) -> str:
+        by_kind: dict[str, list[PlannedItem]] = {}
+        for item in items:
+            by_kind.setdefault(item.kind, []).append(item)
+        # Conversation lines read best in time order; facts in rank order.
+        for kind in ("episode", "transcript"):
+            by_kind.get(kind, []).sort(key=lambda i: (i.at or 0.0))
+        return self._template.render(
+            today=datetime.fromtimestamp(now, UTC).strftime("%A, %Y-%m-%d"),
+            fence_open=FENCE_OPEN,
+            fence_close=FENCE_CLOSE,
+            identity=[i.line for i in by_kind.get("identity", [])],
+            pinned=[i.line for i in by_kind.get("pinned", [])],
+            episodes=[i.line for i in by_kind.get("episode", [])],
+            transcript=[i.line for i in by_kind.get("transcript", [])],
+        ).strip()

@@ -1,0 +1,71 @@
+"""The read path for one chat request: gate -> planner -> injection."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from gate.inject import inject
+from gate.planner import MemoryBlock, Planner
+from gate.relevance_types import Gate, GateContext, GateDecision
+from memory.search import search
+from memory.store import Store
+from memory.turns import latest_user_index, message_text
+
+# The probe looks this far down the hybrid ranking for its strongest vector match.
+PROBE_TOP_K = 3
+
+
+@dataclass
+class ReadResult:
+    decision: GateDecision
+    block: MemoryBlock | None = None
+    messages: list[dict[str, Any]] | None = None  # the messages to forward, when injected
+
+    def headers(self) -> dict[str, str]:
+        section = self.decision.section if self.block is not None else "none"
+        return {
+            "X-Memory-Section": section,
+            "X-Memory-Tokens": str(self.block.tokens if self.block else 0),
+            "X-Memory-Items": str(len(self.block.items) if self.block else 0),
+        }
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "section": self.decision.section,
+            "reason": self.decision.reason,
+            "inject": self.block is not None,
+            "block": self.block.text if self.block else None,
+            "tokens": self.block.tokens if self.block else 0,
+            "items": [
+                {"kind": i.kind, "item_type": i.item_type, "item_id": i.item_id, "text": i.line}
+                for i in (self.block.items if self.block else [])
+            ],
+        }
+
+
+class ReadPath:
+    def __init__(self, store: Store, gate: Gate, planner: Planner, injection: str) -> None:
+        self.store = store
+        self.gate = gate
+        self.planner = planner
+        self.injection = injection
+
+    async def prepare(
+        self, agent_id: str, messages: list[dict[str, Any]], now: float | None = None
+    ) -> ReadResult:
+        position = latest_user_index(messages)
+        text = message_text(messages[position].get("content")) if position is not None else ""
+        if not text.strip():
+            return ReadResult(GateDecision("none", "no user text to recall for"))
+
+        async def probe(query: str) -> float:
+            results = await search(self.store, agent_id, query, top_k=PROBE_TOP_K)
+            return max((r.components.get("vector", 0.0) for r in results), default=0.0)
+
+        context = GateContext(known_entities=await self.store.entity_names(agent_id), probe=probe)
+        decision = await self.gate.decide(text, context)
+        block = await self.planner.plan(agent_id, text, decision, now)
+        if block is None:
+            return ReadResult(decision)
+        return ReadResult(decision, block, inject(messages, block.text, self.injection))

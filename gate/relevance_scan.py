@@ -1,0 +1,177 @@
+"""The heuristic gate's scanner: runs the cue patterns (relevance_cues) and the agent's
+known-entity names over a message and reports what it found.
+
+The text is split into sentences and each is tokenized on its own: patterns then never
+span two sentences, spaCy's tokenizer keeps its word cache warm (it stops caching for
+the rest of a call after the first contraction). spaCy's Matcher costs about
+(patterns x tokens), so the patterns are grouped by anchor word (the rarest word each
+needs) and a sentence only meets the groups whose anchors it holds: most sentences meet
+none, a 2,000-character message a handful.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+from collections import OrderedDict
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from gate.relevance_cues import (
+    ANCHOR_WORDS,
+    CUE_PATTERNS,
+    FIRST_PERSON,
+    INTERROGATIVES,
+    LEADING_FILLERS,
+    REQUEST_VERBS,
+    SECOND_PERSON,
+    TASK_OBJECTS,
+    anchor_words,
+)
+from memory.embedders.base import LazyResource
+
+# Cues live in the opening request or the closing question of a pasted document;
+# scanning only these keeps a 10k-character message nearly as cheap as a short one.
+HEAD_CHARS = 2000
+TAIL_CHARS = 500
+MIN_ENTITY_CHARS = 4
+ENTITY_MATCHER_CACHE_SIZE = 32
+
+SENTENCE_BREAK = re.compile(r"(?<=[.!?])\s+|\n\s*")
+
+
+def scan_window(text: str) -> str:
+    """The part of a message searched for cues: all of it, or its head and tail."""
+    if len(text) <= HEAD_CHARS + TAIL_CHARS:
+        return text
+    # The line break ends a sentence, so no pattern spans the cut.
+    return f"{text[:HEAD_CHARS]}\n{text[-TAIL_CHARS:]}"
+
+
+@dataclass
+class Cues:
+    """What the scanner found: the first matched text per cue label, and the shape of the
+    message (question, request, who it speaks of)."""
+
+    matches: dict[str, str] = field(default_factory=dict)
+    possessive: str | None = None
+    entity: str | None = None
+    is_question: bool = False
+    is_request: bool = False
+    first_person: bool = False
+    second_person: bool = False
+
+
+class CueScanner:
+    def __init__(self) -> None:
+        import spacy
+        from spacy.matcher import Matcher
+
+        self._nlp = spacy.blank("en")
+        groups: dict[frozenset[str], Matcher] = {}
+        for label, patterns in CUE_PATTERNS.items():
+            for pattern in patterns:
+                anchors = anchor_words(pattern)
+                groups.setdefault(anchors, Matcher(self._nlp.vocab)).add(label, [pattern])
+        self._matchers_by_anchor = {
+            word: [matcher for anchors, matcher in groups.items() if word in anchors]
+            for word in ANCHOR_WORDS
+        }
+        self._entity_matchers: OrderedDict[frozenset[str], Any] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def scan(self, message: str, known_entities: Sequence[str] = ()) -> Cues:
+        text = scan_window(message)
+        cues = Cues(is_question=text.rstrip().endswith("?"))
+        entity_matcher = self._entity_matcher(known_entities)
+        words: set[str] = set()
+        opening = ""
+        for sentence in SENTENCE_BREAK.split(text):
+            if not sentence:
+                continue
+            doc = self._nlp.make_doc(sentence)
+            sentence_words = {token.lower_ for token in doc}
+            words |= sentence_words
+            opening = opening or _first_word(doc)
+            anchors = sentence_words & ANCHOR_WORDS
+            if anchors:
+                self._match_cues(doc, anchors, cues)
+            if cues.possessive is None and "my" in sentence_words:
+                cues.possessive = _possessive(doc)
+            if entity_matcher is not None and cues.entity is None:
+                cues.entity = _first_match(entity_matcher, doc)
+        cues.is_question = cues.is_question or opening in INTERROGATIVES
+        cues.is_request = opening in REQUEST_VERBS or "please" in words
+        cues.first_person = not words.isdisjoint(FIRST_PERSON)
+        cues.second_person = not words.isdisjoint(SECOND_PERSON)
+        return cues
+
+    def _match_cues(self, doc: Any, anchors: set[str], cues: Cues) -> None:
+        matchers = {id(m): m for word in anchors for m in self._matchers_by_anchor[word]}
+        found = [match for matcher in matchers.values() for match in matcher(doc)]
+        for match_id, start, end in sorted(found, key=lambda match: match[1]):
+            cues.matches.setdefault(self._nlp.vocab.strings[match_id], doc[start:end].text)
+
+    def _entity_matcher(self, known_entities: Sequence[str]) -> Any:
+        """A PhraseMatcher for the names, cached per distinct set of names."""
+        names = frozenset(
+            stripped.lower()
+            for stripped in (name.strip() for name in known_entities)
+            if len(stripped) >= MIN_ENTITY_CHARS
+        )
+        if not names:
+            return None
+        with self._lock:
+            matcher = self._entity_matchers.get(names)
+            if matcher is not None:
+                self._entity_matchers.move_to_end(names)
+                return matcher
+        matcher = self._build_entity_matcher(names)
+        with self._lock:
+            self._entity_matchers[names] = matcher
+            if len(self._entity_matchers) > ENTITY_MATCHER_CACHE_SIZE:
+                self._entity_matchers.popitem(last=False)
+        return matcher
+
+    def _build_entity_matcher(self, names: frozenset[str]) -> Any:
+        from spacy.matcher import PhraseMatcher
+
+        matcher = PhraseMatcher(self._nlp.vocab, attr="LOWER")
+        matcher.add("entity", [self._nlp.make_doc(name) for name in sorted(names)])
+        return matcher
+
+
+def _possessive(doc: Any) -> str | None:
+    """The first "my <word>" not about a task object ("fix my code", "my python code")."""
+    for index, token in enumerate(doc[:-1]):
+        if token.lower_ != "my" or not doc[index + 1].is_alpha:
+            continue
+        following = doc[index + 1 : index + 3]
+        if not any(word.lower_ in TASK_OBJECTS for word in following if word.is_alpha):
+            return doc[index : index + 2].text
+    return None
+
+
+def _first_match(matcher: Any, doc: Any) -> str | None:
+    found = matcher(doc)
+    if not found:
+        return None
+    _, start, end = min(found, key=lambda match: match[1])
+    return doc[start:end].text
+
+
+def _first_word(doc: Any) -> str:
+    for token in doc:
+        word = token.lower_
+        if token.is_alpha and word not in LEADING_FILLERS:
+            return word
+    return ""
+
+
+_scanner: LazyResource[CueScanner] = LazyResource(CueScanner)
+
+
+def shared_scanner() -> CueScanner:
+    """The process-wide scanner, built on first use (importing spaCy takes about a second)."""
+    return _scanner.get()

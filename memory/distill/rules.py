@@ -1,0 +1,77 @@
+"""The offline distiller: when no core model is configured, sessions are distilled by
+spaCy patterns over a blank English pipeline, so memory still works without a model.
+
+Only the user's words yield facts about the user; the assistant's replies feed the
+episode's topics. Public surface:
+
+- `RuleDistiller().distill(session)`: the Distiller protocol.
+- `extract_facts(text, when=...)`: the facts stated in one user message.
+- `slot_of(statement)`: the slot a fact statement occupies, whichever distiller wrote it,
+  so the store can tell a restatement (same slot, same content) from a contradiction.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import date, datetime
+
+from memory.distill.rules_episode import build_episode
+from memory.distill.rules_facts import FoundFact, find_facts, slot_for_statement
+from memory.distill.rules_text import parse
+from memory.models import Distillation, FactDraft, SessionInput
+
+# Below this many characters a session takes a few milliseconds: a worker thread would
+# cost more than it saves.
+_INLINE_CHARS = 20_000
+
+
+def _day(moment: datetime | None) -> date | None:
+    return moment.date() if moment is not None else None
+
+
+def extract_facts(text: str, *, when: datetime | None = None) -> list[FactDraft]:
+    """The facts the user states in `text`; relative dates in commitments and decisions
+    are resolved against `when` (left as said when it is None)."""
+    return [found.fact for found in find_facts(parse(text), _day(when))]
+
+
+def slot_of(fact_text: str) -> str | None:
+    """The slot of a statement such as "User lives in Paris" or "I live in Paris"
+    ("identity:location"); None when it names no slot the rules know."""
+    return slot_for_statement(fact_text)
+
+
+def _latest_per_slot(found: list[FoundFact]) -> list[FactDraft]:
+    """One fact per slot (the last said wins, as the store would supersede), and one per
+    content for facts without a slot."""
+    kept: dict[str, FactDraft] = {}
+    for fact in (f.fact for f in found):
+        key = f"slot:{fact.slot}" if fact.slot else f"content:{fact.content}"
+        kept.pop(key, None)
+        kept[key] = fact
+    return list(kept.values())
+
+
+def distill_session(session: SessionInput) -> Distillation:
+    user_docs, assistant_docs, found = [], [], []
+    for turn in session.turns:
+        user_doc = parse(turn.user)
+        user_docs.append(user_doc)
+        assistant_docs.append(parse(turn.assistant))
+        found.extend(find_facts(user_doc, _day(turn.at or session.session_date)))
+    facts = _latest_per_slot(found)
+    return Distillation(
+        episode=build_episode(user_docs, assistant_docs, found),
+        pinned=[f for f in facts if f.kind == "pinned"],
+        identity=[f for f in facts if f.kind == "identity"],
+    )
+
+
+class RuleDistiller:
+    """A Distiller that needs no model: spaCy rules over the session's words."""
+
+    async def distill(self, session: SessionInput) -> Distillation:
+        size = sum(len(t.user) + len(t.assistant) for t in session.turns)
+        if size > _INLINE_CHARS:
+            return await asyncio.to_thread(distill_session, session)
+        return distill_session(session)

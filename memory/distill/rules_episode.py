@@ -1,0 +1,174 @@
+"""The episode of a session, by counting: topics are the most frequent content words and
+repeated word pairs, the summary is the user's sentences that carry most of those words
+(and the facts), entities are capitalised words that do not merely open a sentence."""
+
+from __future__ import annotations
+
+import math
+from collections import Counter, defaultdict
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING
+
+from memory.distill.rules_facts import FoundFact
+from memory.distill.rules_lexicon import words
+from memory.distill.rules_text import MONTHS, WEEKDAYS, is_name_like, singular
+from memory.models import EpisodeDraft
+
+if TYPE_CHECKING:
+    from spacy.tokens import Doc, Span, Token
+
+_MAX_TOPICS = 6
+_MAX_ENTITIES = 10
+_SUMMARY_CHARS = 300
+_SUMMARY_SENTENCES = 3
+_TOP_TERMS = 12  # the words that say what a session was about, for scoring sentences
+_ASSISTANT_WEIGHT = 0.5
+# Words of chat that say nothing about what a session was about.
+_CHATTER = words(
+    "yeah yes yep nope thanks thank hey hi hello lol haha wow cool nice great good awesome "
+    "amazing sure okay ok oh ah really just like love know think want got get getting going "
+    "feel feeling make made sounds sound glad lot lots thing things stuff way day time "
+    "pretty totally definitely maybe bit kind sort also still actually especially "
+    "absolutely help happy let tell said say looking look"
+)
+
+
+def _is_content(token: Token) -> bool:
+    return (
+        token.is_alpha
+        and len(token) > 2
+        and not token.is_stop
+        and token.lower_ not in _CHATTER
+        and not token.lower_.endswith("ly")
+    )
+
+
+def _term(token: Token) -> str:
+    return singular(token.lower_)
+
+
+Weights = dict[str, float]
+
+
+def _ranked(weights: Weights, *, singles_only: bool = False) -> list[tuple[str, float]]:
+    """Heaviest first; ties keep the order in which the terms were first said."""
+    items = [(t, w) for t, w in weights.items() if not (singles_only and " " in t)]
+    return sorted(items, key=lambda item: -item[1])
+
+
+def _term_weights(user_docs: Sequence[Doc], assistant_docs: Sequence[Doc]) -> Weights:
+    """Content words and adjacent content-word pairs, the assistant's counting half."""
+    weights: Weights = defaultdict(float)
+    for docs, weight in ((user_docs, 1.0), (assistant_docs, _ASSISTANT_WEIGHT)):
+        for doc in docs:
+            for sentence in doc.sents:
+                previous: Token | None = None
+                for token in sentence:
+                    if not _is_content(token):
+                        previous = None
+                        continue
+                    weights[_term(token)] += weight
+                    if previous is not None:
+                        weights[f"{_term(previous)} {_term(token)}"] += weight
+                    previous = token
+    return weights
+
+
+def _topics(weights: Weights) -> list[str]:
+    """Pairs said at least twice come first and hide their own words; then single words."""
+    pairs: list[str] = []
+    covered: set[str] = set()
+    for term, weight in _ranked(weights):
+        if " " in term and weight >= 2 and not covered & set(term.split()):
+            pairs.append(term)
+            covered |= set(term.split())
+    singles = [t for t, _ in _ranked(weights, singles_only=True) if t not in covered]
+    return (pairs + singles)[:_MAX_TOPICS]
+
+
+def _sentence_score(sentence: Span, top_terms: set[str], weights: Weights,
+                    has_fact: bool) -> float:
+    terms = {_term(t) for t in sentence if _is_content(t)}
+    if not terms:
+        return 0.0
+    overlap = sum(weights.get(t, 0.0) for t in terms & top_terms)
+    return overlap + math.log1p(len(terms)) + (3.0 if has_fact else 0.0)
+
+
+def _summary(user_docs: Sequence[Doc], weights: Weights,
+             fact_sentences: set[tuple[int, int]]) -> str:
+    top_terms = {t for t, _ in _ranked(weights, singles_only=True)[:_TOP_TERMS]}
+    candidates = [
+        (index, sentence)
+        for index, sentence in enumerate(s for doc in user_docs for s in doc.sents)
+        if sum(1 for t in sentence if t.is_alpha) >= 3
+    ]
+    ranked = sorted(
+        candidates,
+        key=lambda c: -_sentence_score(
+            c[1], top_terms, weights, (id(c[1].doc), c[1].start) in fact_sentences
+        ),
+    )
+    chosen = sorted(ranked[:_SUMMARY_SENTENCES], key=lambda c: c[0])
+    summary = ""
+    for _, sentence in chosen:
+        text = sentence.text.strip()
+        if summary and len(summary) + 1 + len(text) > _SUMMARY_CHARS:
+            continue
+        summary = f"{summary} {text}".strip()
+    if len(summary) > _SUMMARY_CHARS:
+        summary = summary[:_SUMMARY_CHARS - 1].rsplit(" ", 1)[0] + "…"
+    return summary
+
+
+def _entities(user_docs: Iterable[Doc]) -> list[str]:
+    """Runs of capitalised words; a run opening a sentence counts only if the same words
+    also appear capitalised mid-sentence (any sentence starts with a capital)."""
+    mid_sentence: Counter[str] = Counter()
+    spelled: dict[str, str] = {}
+    openers: list[str] = []
+    for doc in user_docs:
+        index = 0
+        while index < len(doc):
+            if not is_name_like(doc[index]):
+                index += 1
+                continue
+            end = index + 1
+            while end < len(doc) and is_name_like(doc[end]) and not doc[end].is_sent_start:
+                end += 1
+            text = doc[index:end].text
+            key = text.lower()
+            if key not in set(WEEKDAYS) | set(MONTHS):
+                spelled.setdefault(key, text)
+                if doc[index].is_sent_start:
+                    openers.append(key)
+                else:
+                    mid_sentence[key] += 1
+            index = end
+    for key in openers:
+        if key in mid_sentence:
+            mid_sentence[key] += 1
+    return [spelled[key] for key, _ in mid_sentence.most_common(_MAX_ENTITIES)]
+
+
+def build_episode(
+    user_docs: Sequence[Doc], assistant_docs: Sequence[Doc], found: Sequence[FoundFact]
+) -> EpisodeDraft | None:
+    """None for a session of small talk: no facts and under three distinct content words."""
+    weights = _term_weights(user_docs, assistant_docs)
+    user_terms = _term_weights(user_docs, ())
+    if not found and sum(1 for t in user_terms if " " not in t) < 3:
+        return None
+    facts = [f.fact for f in found]
+    decisions = [f.content for f in facts if "decision" in f.tags]
+    action_items = [f.content for f in facts if "commitment" in f.tags]
+    fact_sentences = {(id(f.sentence.doc), f.sentence.start) for f in found}
+    salience = min(0.9, 0.3 + 0.1 * len(facts) + 0.05 * (len(decisions) + len(action_items)))
+    return EpisodeDraft(
+        summary=_summary(user_docs, weights, fact_sentences),
+        topics=_topics(weights),
+        entities=_entities(user_docs),
+        decisions=decisions,
+        action_items=action_items,
+        salience=round(salience, 2),
+    )

@@ -1,0 +1,64 @@
+"""The Embedder contract and the small helpers every backend shares."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Sequence
+from typing import Generic, Protocol, TypeVar
+
+import numpy as np
+
+_T = TypeVar("_T")
+
+
+class Embedder(Protocol):
+    """Turns texts into unit-length float32 vectors.
+
+    `name` is stored beside every vector: a vector is reused only while the name and the
+    content hash are unchanged, so a new name re-embeds everything.
+    `embed` is synchronous CPU (or blocking HTTP) work; async callers run it in a worker
+    thread. It accepts an empty sequence and returns shape (0, dim) for it.
+    """
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def dim(self) -> int: ...
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray: ...
+
+
+def l2_normalise(vectors: np.ndarray) -> np.ndarray:
+    """Scale each row to unit length, in place; an all-zero row (a text with no tokens)
+    stays zero rather than turning into NaNs."""
+    norms = np.linalg.norm(vectors, axis=1, keepdims=True)
+    np.maximum(norms, 1e-12, out=norms)
+    vectors /= norms
+    return vectors
+
+
+class LazyResource(Generic[_T]):
+    """Builds a heavy object on first use, once, even when several threads ask at once.
+
+    Keeps model loading out of import and construction time, so start-up stays fast and a
+    backend that is configured but never used costs nothing.
+    """
+
+    def __init__(self, build: Callable[[], _T]):
+        self._build = build
+        self._value: _T | None = None
+        self._lock = threading.Lock()
+
+    @property
+    def loaded(self) -> bool:
+        return self._value is not None
+
+    def get(self) -> _T:
+        value = self._value
+        if value is None:
+            with self._lock:
+                if self._value is None:
+                    self._value = self._build()
+                value = self._value
+        return value

@@ -1,0 +1,54 @@
+"""WordLlama: a static (token-average) 256-dim model whose weights ship inside the package."""
+
+from __future__ import annotations
+
+import importlib.util
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from config.errors import SettingError
+from memory.embedders.base import LazyResource, l2_normalise
+
+
+def _package_dir() -> Path:
+    spec = importlib.util.find_spec("wordllama")
+    if spec is None or spec.origin is None:
+        raise SettingError(
+            "The wordllama embedder needs the 'wordllama' package: run "
+            "'pip install wordllama', or set embedding_backend to minilm or openai."
+        )
+    return Path(spec.origin).parent
+
+
+def _load_model(package_dir: Path) -> Any:
+    from wordllama import WordLlama
+
+    try:
+        # The weights and tokenizer live in the package itself; disable_download makes a
+        # missing file an error instead of a silent fetch from the model hub.
+        return WordLlama.load(
+            config="l2_supercat", dim=256, cache_dir=package_dir, disable_download=True
+        )
+    except FileNotFoundError as exc:
+        raise SettingError(
+            f"The wordllama package at {package_dir} lacks its bundled weights ({exc}): "
+            "reinstall it with 'pip install --force-reinstall wordllama'."
+        ) from exc
+
+
+class WordLlamaEmbedder:
+    name = "wordllama-l2-256"
+    dim = 256
+
+    def __init__(self) -> None:
+        package_dir = _package_dir()
+        self._model = LazyResource(lambda: _load_model(package_dir))
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        vectors = self._model.get().embed(list(texts), norm=False)
+        return l2_normalise(np.asarray(vectors, dtype=np.float32))

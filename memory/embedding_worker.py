@@ -1,0 +1,116 @@
+"""Background embedding of facts, episodes and transcript messages.
+
+The store sets `content_changed` after every insert of searchable text; the worker wakes,
+finds items without a vector for the current model (new items, items whose text changed,
+or every item after a model change), embeds them in batches in a thread so a slow model
+never blocks the event loop, stores the vectors in SQLite and puts them in the agent's
+usearch index. Until then an item is still found by full-text search.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hashlib
+import logging
+from collections import defaultdict
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from memory.records import ITEM_TYPES, ItemType
+from memory.store_retrieval import ItemText
+from memory.vectors import VectorIndexes
+
+if TYPE_CHECKING:
+    from memory.embedders import Embedder
+    from memory.store import Store
+
+log = logging.getLogger(__name__)
+
+BATCH_SIZE = 256
+RETRY_SECONDS = 30.0  # after an embedder failure, wait before trying again
+
+
+def content_hash(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:32]
+
+
+class EmbeddingWorker:
+    def __init__(self, store: Store, embedder: Embedder, vectors: VectorIndexes):
+        self.store = store
+        self.embedder = embedder
+        self.vectors = vectors
+        self._task: asyncio.Task[None] | None = None
+        self._drain_lock = asyncio.Lock()
+        self.embedded = 0  # items embedded since start (for tests and status)
+
+    def start(self) -> None:
+        if self._task is None:
+            self._task = asyncio.create_task(self._run(), name="embedding-worker")
+            self.store.content_changed.set()  # catch up on anything left from a previous run
+
+    async def stop(self) -> None:
+        if self._task is None:
+            return
+        self._task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await self._task
+        self._task = None
+
+    async def drain(self) -> int:
+        """Embed everything that lacks a vector now; returns how many items were embedded.
+        Safe to call while the background task runs (one drain at a time)."""
+        async with self._drain_lock:
+            total = 0
+            for item_type in ITEM_TYPES:
+                after_id = 0
+                while True:
+                    items = await self.store.items_needing_vectors(
+                        self.embedder.name, item_type, after_id=after_id, limit=BATCH_SIZE
+                    )
+                    if not items:
+                        break
+                    await self._embed_batch(item_type, items)
+                    after_id = items[-1].item_id
+                    total += len(items)
+            if total:
+                await self.vectors.flush()
+            self.embedded += total
+            return total
+
+    async def _embed_batch(self, item_type: ItemType, items: list[ItemText]) -> None:
+        texts = [item.text for item in items]
+        matrix = await asyncio.to_thread(self.embedder.embed, texts)
+        matrix = np.asarray(matrix, dtype="<f4")
+        # Index first, SQLite second: if the process dies in between, the index holds more
+        # vectors than the table, and the count check at the next load rebuilds it.
+        by_agent: dict[str, list[int]] = defaultdict(list)
+        for position, item in enumerate(items):
+            by_agent[item.agent_id].append(position)
+        for agent_id, positions in by_agent.items():
+            await self.vectors.upsert(
+                agent_id, [(item_type, items[p].item_id) for p in positions], matrix[positions]
+            )
+        await self.store.save_embeddings(
+            self.embedder.name,
+            [
+                (item_type, item.item_id, item.agent_id, content_hash(item.text), row.tobytes())
+                for item, row in zip(items, matrix, strict=True)
+            ],
+        )
+
+    async def _run(self) -> None:
+        changed = self.store.content_changed
+        while True:
+            await changed.wait()
+            changed.clear()
+            try:
+                await self.drain()
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                # Memory fails open: text search still finds the items; retry later.
+                log.exception("embedding failed; retrying in %.0f s", RETRY_SECONDS)
+                await asyncio.sleep(RETRY_SECONDS)
+                changed.set()

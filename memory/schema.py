@@ -1,0 +1,227 @@
+"""The SQLite schema as an ordered list of migrations.
+
+Each migration is a small named SQL step recorded in `_migrations` once applied. Steps are
+applied in order when the store opens and are never edited once shipped: a change to the
+schema is a new step appended to MIGRATIONS.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+
+import aiosqlite
+
+# (name, SQL script); the name is recorded in _migrations once the script has run.
+Migration = tuple[str, str]
+
+_M001_TABLES = """
+CREATE TABLE agents (
+    id TEXT PRIMARY KEY,
+    created_at REAL NOT NULL,
+    last_active REAL NOT NULL
+);
+CREATE TABLE sessions (
+    id INTEGER PRIMARY KEY,
+    agent_id TEXT NOT NULL REFERENCES agents(id) ON DELETE CASCADE,
+    session_key TEXT NOT NULL,
+    started_at REAL NOT NULL,
+    last_turn_at REAL,
+    distilled_at REAL,
+    UNIQUE (agent_id, session_key)
+);
+CREATE TABLE transcript (
+    id INTEGER PRIMARY KEY,
+    agent_id TEXT NOT NULL,
+    session_id INTEGER NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
+    turn_index INTEGER NOT NULL,
+    role TEXT NOT NULL CHECK (role IN ('user', 'assistant')),
+    content TEXT NOT NULL,
+    at REAL NOT NULL,
+    UNIQUE (agent_id, session_id, turn_index, role)
+);
+CREATE INDEX transcript_by_agent_time ON transcript (agent_id, at);
+CREATE TABLE pending_signals (
+    id INTEGER PRIMARY KEY,
+    agent_id TEXT NOT NULL,
+    session_id INTEGER NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
+    turn_index INTEGER NOT NULL,
+    user_text TEXT NOT NULL,
+    assistant_text TEXT NOT NULL,
+    at REAL NOT NULL,
+    status TEXT NOT NULL DEFAULT 'pending' CHECK (status IN ('pending', 'done', 'dead')),
+    attempts INTEGER NOT NULL DEFAULT 0,
+    last_error TEXT,
+    UNIQUE (agent_id, session_id, turn_index)
+);
+CREATE INDEX pending_signals_open ON pending_signals (agent_id, session_id)
+    WHERE status = 'pending';
+CREATE TABLE episodes (
+    id INTEGER PRIMARY KEY,
+    agent_id TEXT NOT NULL,
+    session_id INTEGER REFERENCES sessions(id) ON DELETE SET NULL,
+    summary TEXT NOT NULL,
+    topics_json TEXT NOT NULL DEFAULT '[]',
+    entities_json TEXT NOT NULL DEFAULT '[]',
+    decisions_json TEXT NOT NULL DEFAULT '[]',
+    action_items_json TEXT NOT NULL DEFAULT '[]',
+    salience REAL NOT NULL DEFAULT 0.5,
+    started_at REAL,
+    ended_at REAL,
+    created_at REAL NOT NULL,
+    use_count INTEGER NOT NULL DEFAULT 0,
+    last_used REAL,
+    deleted_at REAL
+);
+CREATE INDEX episodes_by_agent_time ON episodes (agent_id, created_at);
+CREATE TABLE facts (
+    id INTEGER PRIMARY KEY,
+    agent_id TEXT NOT NULL,
+    kind TEXT NOT NULL CHECK (kind IN ('pinned', 'identity')),
+    slot TEXT,
+    content TEXT NOT NULL,
+    tags_json TEXT NOT NULL DEFAULT '[]',
+    salience REAL NOT NULL DEFAULT 0.5,
+    source_count INTEGER NOT NULL DEFAULT 1,
+    use_count INTEGER NOT NULL DEFAULT 0,
+    last_used REAL,
+    valid_from REAL NOT NULL,
+    valid_to REAL,
+    superseded_by INTEGER REFERENCES facts(id),
+    source_session_id INTEGER REFERENCES sessions(id) ON DELETE SET NULL,
+    created_at REAL NOT NULL,
+    updated_at REAL NOT NULL,
+    deleted_at REAL
+);
+CREATE INDEX facts_current ON facts (agent_id, kind, slot)
+    WHERE valid_to IS NULL AND deleted_at IS NULL;
+CREATE TABLE entities (
+    agent_id TEXT NOT NULL,
+    name TEXT NOT NULL COLLATE NOCASE,
+    mention_count INTEGER NOT NULL DEFAULT 0,
+    first_seen REAL NOT NULL,
+    last_seen REAL NOT NULL,
+    PRIMARY KEY (agent_id, name)
+);
+CREATE TABLE embeddings (
+    item_type TEXT NOT NULL CHECK (item_type IN ('fact', 'episode', 'transcript')),
+    item_id INTEGER NOT NULL,
+    agent_id TEXT NOT NULL,
+    model TEXT NOT NULL,
+    content_hash TEXT NOT NULL,
+    vector BLOB NOT NULL,
+    PRIMARY KEY (item_type, item_id, model)
+);
+CREATE INDEX embeddings_by_agent_model ON embeddings (agent_id, model);
+CREATE TABLE processing_log (
+    id INTEGER PRIMARY KEY,
+    agent_id TEXT NOT NULL,
+    session_id INTEGER,
+    event TEXT NOT NULL,
+    detail_json TEXT NOT NULL DEFAULT '{}',
+    at REAL NOT NULL
+);
+CREATE INDEX processing_log_by_agent ON processing_log (agent_id, at);
+"""
+
+# External-content FTS5 mirrors. Porter stemming measured better than plain unicode61 on
+# LoCoMo evidence recall (see tests/benchmarks/bench_retrieval.py).
+# A changed or deleted item also loses its vectors, so the embedding worker re-embeds it.
+_M002_FTS = """
+CREATE VIRTUAL TABLE facts_fts USING fts5(
+    content, content='facts', content_rowid='id', tokenize='porter unicode61');
+CREATE TRIGGER facts_fts_insert AFTER INSERT ON facts BEGIN
+    INSERT INTO facts_fts (rowid, content) VALUES (new.id, new.content);
+END;
+CREATE TRIGGER facts_fts_delete AFTER DELETE ON facts BEGIN
+    INSERT INTO facts_fts (facts_fts, rowid, content) VALUES ('delete', old.id, old.content);
+    DELETE FROM embeddings WHERE item_type = 'fact' AND item_id = old.id;
+END;
+CREATE TRIGGER facts_fts_update AFTER UPDATE OF content ON facts BEGIN
+    INSERT INTO facts_fts (facts_fts, rowid, content) VALUES ('delete', old.id, old.content);
+    INSERT INTO facts_fts (rowid, content) VALUES (new.id, new.content);
+    DELETE FROM embeddings WHERE item_type = 'fact' AND item_id = old.id;
+END;
+
+CREATE VIRTUAL TABLE episodes_fts USING fts5(
+    summary, topics_json, entities_json, content='episodes', content_rowid='id',
+    tokenize='porter unicode61');
+CREATE TRIGGER episodes_fts_insert AFTER INSERT ON episodes BEGIN
+    INSERT INTO episodes_fts (rowid, summary, topics_json, entities_json)
+    VALUES (new.id, new.summary, new.topics_json, new.entities_json);
+END;
+CREATE TRIGGER episodes_fts_delete AFTER DELETE ON episodes BEGIN
+    INSERT INTO episodes_fts (episodes_fts, rowid, summary, topics_json, entities_json)
+    VALUES ('delete', old.id, old.summary, old.topics_json, old.entities_json);
+    DELETE FROM embeddings WHERE item_type = 'episode' AND item_id = old.id;
+END;
+CREATE TRIGGER episodes_fts_update AFTER UPDATE OF summary, topics_json, entities_json
+ON episodes BEGIN
+    INSERT INTO episodes_fts (episodes_fts, rowid, summary, topics_json, entities_json)
+    VALUES ('delete', old.id, old.summary, old.topics_json, old.entities_json);
+    INSERT INTO episodes_fts (rowid, summary, topics_json, entities_json)
+    VALUES (new.id, new.summary, new.topics_json, new.entities_json);
+    DELETE FROM embeddings WHERE item_type = 'episode' AND item_id = old.id;
+END;
+
+CREATE VIRTUAL TABLE transcript_fts USING fts5(
+    content, content='transcript', content_rowid='id', tokenize='porter unicode61');
+CREATE TRIGGER transcript_fts_insert AFTER INSERT ON transcript BEGIN
+    INSERT INTO transcript_fts (rowid, content) VALUES (new.id, new.content);
+END;
+CREATE TRIGGER transcript_fts_delete AFTER DELETE ON transcript BEGIN
+    INSERT INTO transcript_fts (transcript_fts, rowid, content)
+    VALUES ('delete', old.id, old.content);
+    DELETE FROM embeddings WHERE item_type = 'transcript' AND item_id = old.id;
+END;
+CREATE TRIGGER transcript_fts_update AFTER UPDATE OF content ON transcript BEGIN
+    INSERT INTO transcript_fts (transcript_fts, rowid, content)
+    VALUES ('delete', old.id, old.content);
+    INSERT INTO transcript_fts (rowid, content) VALUES (new.id, new.content);
+    DELETE FROM embeddings WHERE item_type = 'transcript' AND item_id = old.id;
+END;
+"""
+
+
+MIGRATIONS: tuple[Migration, ...] = (
+    ("m001_initial", _M001_TABLES),
+    ("m002_full_text_search", _M002_FTS),
+)
+
+
+async def applied_migrations(conn: aiosqlite.Connection) -> list[str]:
+    await conn.execute(
+        "CREATE TABLE IF NOT EXISTS _migrations (name TEXT PRIMARY KEY, applied_at REAL NOT NULL)"
+    )
+    await conn.commit()
+    async with conn.execute("SELECT name FROM _migrations ORDER BY rowid") as cursor:
+        return [row[0] for row in await cursor.fetchall()]
+
+
+async def migrate(
+    conn: aiosqlite.Connection, migrations: Sequence[Migration] = MIGRATIONS
+) -> list[str]:
+    """Apply the steps not yet recorded, in order, each in its own transaction.
+
+    Returns the names applied now. `migrations` is a parameter so tests can stop a
+    database at an earlier step and upgrade it later.
+    """
+    done = set(await applied_migrations(conn))
+    applied: list[str] = []
+    for name, sql in migrations:
+        if name in done:
+            continue
+        # executescript commits any open transaction first, so the step's own BEGIN/COMMIT
+        # live inside the script: a failing step leaves nothing half-applied.
+        script = (
+            f"BEGIN;\n{sql}\nINSERT INTO _migrations (name, applied_at) "
+            f"VALUES ('{name}', {time.time()!r});\nCOMMIT;"
+        )
+        try:
+            await conn.executescript(script)
+        except BaseException:
+            if conn.in_transaction:
+                await conn.rollback()
+            raise
+        applied.append(name)
+    return applied

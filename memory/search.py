@@ -1,0 +1,282 @@
+"""Hybrid search: the one retrieval function behind the planner, the API and the benchmarks.
+
+BM25 candidates from FTS5 (any query term, per item type) and nearest neighbours from the
+agent's usearch index are each min-max normalised over their candidate pool and blended;
+optional recency decay and MMR re-ranking follow. Every item is re-read from SQLite with
+the agent, scope, time window and "current fact" filters, so nothing another agent owns,
+superseded or deleted can be returned, whatever the vector index holds.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import math
+import time
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from config.errors import InvalidRequest
+from memory.db import require_agent
+from memory.models import SCOPES, Scope
+from memory.query_terms import fts_match_expression, query_terms
+from memory.records import ItemType
+from memory.store_retrieval import StoredItem
+
+if TYPE_CHECKING:
+    from memory.store import Store
+
+log = logging.getLogger(__name__)
+
+MAX_TOP_K = 200
+# The embedder sees at most this much of a query; longer input is a pasted document.
+MAX_EMBED_CHARS = 2000
+SECONDS_PER_DAY = 86_400.0
+# With recency on, a score is scaled between (1 - weight) for very old items and 1 for new
+# ones: age breaks near-ties but cannot bury a strong old match.
+RECENCY_WEIGHT = 0.5
+DEFAULT_MMR_LAMBDA: float | None = None
+# BM25 scores every document matching any term (FTS5 cannot stop early), so one term in
+# tens of thousands of documents costs tens of milliseconds. Terms found in more documents
+# than this are left out of the OR; below it, ranking is exact BM25.
+COMMON_TERM_DOCUMENTS = 2_000
+
+_SCOPE_TYPES: dict[Scope | None, tuple[ItemType, ...]] = {
+    None: ("fact", "episode", "transcript"),
+    "pinned": ("fact",),
+    "episodes": ("episode",),
+    "transcript": ("transcript",),
+}
+
+
+@dataclass(frozen=True)
+class Fusion:
+    """How BM25 and vector scores are combined (benchmarks vary it; callers keep defaults)."""
+
+    # Measured on LoCoMo (tests/benchmarks/bench_retrieval.py): 0.4 was best for both
+    # wordllama and MiniLM among 0.2-0.6; the common 0.6 let weak vectors drown BM25.
+    vector_weight: float = 0.4  # 0: BM25 only; 1: vectors only
+    pool: int = 100  # candidates taken from each source before fusing
+
+    def __post_init__(self) -> None:
+        if not 0.0 <= self.vector_weight <= 1.0:
+            raise InvalidRequest("vector_weight must be between 0 and 1")
+
+
+DEFAULT_FUSION = Fusion()
+BM25_ONLY = Fusion(vector_weight=0.0)
+
+
+@dataclass
+class SearchResult:
+    item_type: ItemType
+    item_id: int
+    text: str
+    score: float
+    components: dict[str, float]
+    provenance: dict[str, Any] = field(default_factory=dict)
+    at: float | None = None
+
+
+async def search(
+    store: Store,
+    agent_id: str,
+    query: str,
+    *,
+    scope: Scope | None = None,
+    top_k: int = 10,
+    days: float | None = None,
+    now: float | None = None,
+    recency_half_life_days: float | None = None,
+    mmr_lambda: float | None = DEFAULT_MMR_LAMBDA,
+    fusion: Fusion = DEFAULT_FUSION,
+) -> list[SearchResult]:
+    """The agent's items best matching `query`, best first; [] for a blank query.
+
+    Raises InvalidRequest for arguments a client must fix (scope, top_k, days, ...)."""
+    _validate(agent_id, query, scope, top_k, days, recency_half_life_days, mmr_lambda)
+    text = query.strip()
+    if not text:
+        return []
+    now = time.time() if now is None else now
+    since = None if days is None else now - days * SECONDS_PER_DAY
+    item_types = _SCOPE_TYPES[scope]
+    pool = max(fusion.pool, top_k)
+
+    # The query embedding (a thread) and the FTS queries (the reader's thread) overlap.
+    bm25, vector = await asyncio.gather(
+        _bm25_scores(store, agent_id, text, item_types, since, pool, fusion),
+        _vector_scores(store, agent_id, text, item_types, pool, fusion),
+    )
+    fused = _blend(bm25, vector, fusion.vector_weight)
+    # Min-max puts the weakest candidate of both pools at exactly 0: not worth returning.
+    ranked = sorted((k for k in fused if fused[k] > 0), key=fused.__getitem__, reverse=True)
+    # Slack for items the re-read drops (deleted, superseded, outside the window).
+    ranked = ranked[: max(top_k * 5, 20)]
+    items = await store.fetch_items(agent_id, ranked, since=since)
+
+    results = []
+    for key in ranked:
+        item = items.get(key)
+        if item is None:
+            continue
+        components = {"bm25": bm25.get(key, 0.0), "vector": vector.get(key, 0.0),
+                      "fused": fused[key]}
+        score = fused[key]
+        if recency_half_life_days is not None and item.at is not None:
+            age_days = max(0.0, now - item.at) / SECONDS_PER_DAY
+            decay = 0.5 ** (age_days / recency_half_life_days)
+            components["recency"] = decay
+            score *= 1.0 - RECENCY_WEIGHT + RECENCY_WEIGHT * decay
+        results.append(_result(item, score, components))
+    results.sort(key=lambda result: result.score, reverse=True)
+    if mmr_lambda is not None and len(results) > 1:
+        return await _mmr(store, agent_id, results, top_k, mmr_lambda)
+    return results[:top_k]
+
+
+async def _bm25_scores(
+    store: Store,
+    agent_id: str,
+    text: str,
+    item_types: tuple[ItemType, ...],
+    since: float | None,
+    pool: int,
+    fusion: Fusion,
+) -> dict[tuple[ItemType, int], float]:
+    terms = query_terms(text)
+    if not terms or fusion.vector_weight >= 1.0:
+        return {}
+    matches = await _match_expressions(store, item_types, terms)
+    hits = await store.fts_candidates(agent_id, matches, since=since, limit=pool)
+    return {(item_type, item_id): score for item_type, item_id, score in hits}
+
+
+async def _match_expressions(
+    store: Store, item_types: tuple[ItemType, ...], terms: list[str]
+) -> dict[ItemType, str]:
+    """Per item type, OR the query's terms, leaving out those found in so many documents
+    that scoring their matches would cost more than their low IDF is worth; when every
+    term is that common, require all of them instead."""
+    counts = await store.term_document_counts(item_types, terms, COMMON_TERM_DOCUMENTS)
+    matches = {}
+    for item_type in item_types:
+        rare = [term for term, count in zip(terms, counts[item_type], strict=True)
+                if count < COMMON_TERM_DOCUMENTS]
+        expression = fts_match_expression(rare) or fts_match_expression(terms, all_terms=True)
+        assert expression is not None
+        matches[item_type] = expression
+    return matches
+
+
+async def _vector_scores(
+    store: Store,
+    agent_id: str,
+    text: str,
+    item_types: tuple[ItemType, ...],
+    pool: int,
+    fusion: Fusion,
+) -> dict[tuple[ItemType, int], float]:
+    if fusion.vector_weight <= 0.0:
+        return {}
+    try:
+        query_vector = await asyncio.to_thread(store.embedder.embed, [text[:MAX_EMBED_CHARS]])
+    except Exception:
+        # A broken embedder (e.g. an unreachable endpoint) costs the vector half, not the
+        # search: BM25 results still come back.
+        log.exception("query embedding failed; searching by text only")
+        return {}
+    # One index holds every item type: ask for more when some types will be filtered out.
+    wanted = pool if len(item_types) == 3 else pool * 3
+    hits = await store.vectors.search(agent_id, np.asarray(query_vector[0]), wanted)
+    return {(t, i): similarity for t, i, similarity in hits if t in item_types}
+
+
+def _blend(
+    bm25: dict[tuple[ItemType, int], float],
+    vector: dict[tuple[ItemType, int], float],
+    vector_weight: float,
+) -> dict[tuple[ItemType, int], float]:
+    """Min-max normalise each source over its own candidates, then take the weighted sum;
+    an item found by one source only gets 0 from the other."""
+    bm25_norm = _min_max(bm25)
+    vector_norm = _min_max(vector)
+    return {
+        key: (1.0 - vector_weight) * bm25_norm.get(key, 0.0)
+        + vector_weight * vector_norm.get(key, 0.0)
+        for key in bm25.keys() | vector.keys()
+    }
+
+
+def _min_max(scores: dict[tuple[ItemType, int], float]) -> dict[tuple[ItemType, int], float]:
+    if not scores:
+        return {}
+    low, high = min(scores.values()), max(scores.values())
+    if high - low < 1e-12:
+        return dict.fromkeys(scores, 1.0)
+    return {key: (value - low) / (high - low) for key, value in scores.items()}
+
+
+async def _mmr(
+    store: Store, agent_id: str, results: list[SearchResult], top_k: int, lam: float
+) -> list[SearchResult]:
+    """Maximal marginal relevance: trade a little relevance for not repeating oneself.
+    Items without a vector yet count as unlike everything."""
+    rows = await store.embedding_rows(
+        agent_id, store.embedder.name, [(r.item_type, r.item_id) for r in results]
+    )
+    vectors = {(t, i): vector for t, i, vector in rows}
+    best = results[0].score or 1.0
+    chosen: list[SearchResult] = []
+    remaining = list(results)
+    while remaining and len(chosen) < top_k:
+        def marginal(candidate: SearchResult) -> float:
+            mine = vectors.get((candidate.item_type, candidate.item_id))
+            redundancy = max(
+                (float(mine @ theirs) for other in chosen
+                 if mine is not None
+                 and (theirs := vectors.get((other.item_type, other.item_id))) is not None),
+                default=0.0,
+            )
+            return lam * candidate.score / best - (1.0 - lam) * redundancy
+
+        pick = max(remaining, key=marginal)
+        remaining.remove(pick)
+        chosen.append(pick)
+    return chosen
+
+
+def _result(item: StoredItem, score: float, components: dict[str, float]) -> SearchResult:
+    return SearchResult(
+        item.item_type, item.item_id, item.text, score, components, item.provenance, item.at
+    )
+
+
+def _validate(
+    agent_id: str,
+    query: str,
+    scope: Scope | None,
+    top_k: int,
+    days: float | None,
+    half_life: float | None,
+    mmr_lambda: float | None,
+) -> None:
+    require_agent(agent_id)
+    if not isinstance(query, str):
+        raise InvalidRequest("query must be a string", param="query")
+    if scope is not None and scope not in SCOPES:
+        raise InvalidRequest(
+            f"scope {scope!r} is unknown; use one of {', '.join(SCOPES)} or leave it out",
+            param="scope",
+        )
+    if isinstance(top_k, bool) or not isinstance(top_k, int) or not 1 <= top_k <= MAX_TOP_K:
+        raise InvalidRequest(f"top_k must be an integer from 1 to {MAX_TOP_K}", param="top_k")
+    for name, value in (("days", days), ("recency_half_life_days", half_life)):
+        if value is not None and not (
+            isinstance(value, int | float) and math.isfinite(value) and value > 0
+        ):
+            raise InvalidRequest(f"{name} must be a positive number of days", param=name)
+    if mmr_lambda is not None and not 0.0 <= mmr_lambda <= 1.0:
+        raise InvalidRequest("mmr_lambda must be between 0 and 1", param="mmr_lambda")

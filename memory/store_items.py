@@ -1,0 +1,224 @@
+"""Store SQL for distilled memory: facts (pinned and identity), episodes, entities.
+
+Facts are never rewritten in place by a contradiction: the old row is closed (valid_to,
+superseded_by) and a new one inserted, so history stays queryable while every read here
+returns only current facts.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterable, Sequence
+
+import aiosqlite
+
+from memory.db import Database, require_agent
+from memory.models import EpisodeDraft, FactDraft
+from memory.records import Episode, Fact
+
+_CURRENT = "valid_to IS NULL AND deleted_at IS NULL"
+# Tables whose rows carry use_count/last_used, by item type.
+_USE_TABLES = {"fact": "facts", "episode": "episodes"}
+
+
+class ItemQueries(Database):
+    # -- facts --------------------------------------------------------------------------
+
+    async def current_facts(
+        self, agent_id: str, kind: str | None = None, slot: str | None = None
+    ) -> list[Fact]:
+        """The agent's live facts (not superseded, not deleted), most salient first."""
+        sql = f"SELECT * FROM facts WHERE agent_id = ? AND {_CURRENT}"
+        params: list[object] = [require_agent(agent_id)]
+        if kind is not None:
+            sql += " AND kind = ?"
+            params.append(kind)
+        if slot is not None:
+            sql += " AND slot = ?"
+            params.append(slot)
+        sql += " ORDER BY salience DESC, updated_at DESC, id"
+        return [Fact.from_row(r) for r in await self._fetchall(sql, params)]
+
+    async def fact(self, agent_id: str, fact_id: int) -> Fact | None:
+        """One fact by id, current or superseded (history), unless deleted."""
+        row = await self._fetchone(
+            "SELECT * FROM facts WHERE agent_id = ? AND id = ? AND deleted_at IS NULL",
+            (require_agent(agent_id), fact_id),
+        )
+        return None if row is None else Fact.from_row(row)
+
+    async def insert_fact(
+        self,
+        agent_id: str,
+        draft: FactDraft,
+        *,
+        source_session_id: int | None = None,
+        at: float | None = None,
+    ) -> int:
+        require_agent(agent_id)
+        at = time.time() if at is None else at
+        async with self._write() as db:
+            new_id = await _insert_fact(db, agent_id, draft, source_session_id, at)
+        self.content_changed.set()
+        return new_id
+
+    async def merge_fact(
+        self, agent_id: str, fact_id: int, *, salience: float, at: float | None = None
+    ) -> bool:
+        """A restatement of a current fact: one more source, the higher salience.
+        False when the fact is not current (superseded or deleted meanwhile)."""
+        async with self._write() as db:
+            cursor = await db.execute(
+                "UPDATE facts SET source_count = source_count + 1, "
+                f"salience = MAX(salience, ?), updated_at = ? WHERE agent_id = ? AND id = ? "
+                f"AND {_CURRENT}",
+                (salience, time.time() if at is None else at, require_agent(agent_id), fact_id),
+            )
+            return cursor.rowcount == 1
+
+    async def supersede_fact(
+        self,
+        agent_id: str,
+        old_fact_id: int,
+        draft: FactDraft,
+        *,
+        source_session_id: int | None = None,
+        at: float | None = None,
+    ) -> int:
+        """Insert `draft` as the fact replacing `old_fact_id`, closing the old row, in one
+        transaction. Returns the new fact's id."""
+        require_agent(agent_id)
+        at = time.time() if at is None else at
+        async with self._write() as db:
+            new_id = await _insert_fact(db, agent_id, draft, source_session_id, at)
+            await db.execute(
+                f"UPDATE facts SET valid_to = ?, superseded_by = ?, updated_at = ? "
+                f"WHERE agent_id = ? AND id = ? AND {_CURRENT}",
+                (at, new_id, at, agent_id, old_fact_id),
+            )
+        self.content_changed.set()
+        return new_id
+
+    async def delete_fact(self, agent_id: str, fact_id: int, at: float | None = None) -> bool:
+        return await self._soft_delete("facts", agent_id, fact_id, at)
+
+    # -- episodes -----------------------------------------------------------------------
+
+    async def add_episode(
+        self,
+        agent_id: str,
+        draft: EpisodeDraft,
+        *,
+        session_id: int | None = None,
+        started_at: float | None = None,
+        ended_at: float | None = None,
+        at: float | None = None,
+    ) -> int:
+        require_agent(agent_id)
+        at = time.time() if at is None else at
+        async with self._write() as db:
+            cursor = await db.execute(
+                "INSERT INTO episodes (agent_id, session_id, summary, topics_json, entities_json,"
+                " decisions_json, action_items_json, salience, started_at, ended_at, created_at)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
+                (
+                    agent_id, session_id, draft.summary, json.dumps(draft.topics),
+                    json.dumps(draft.entities), json.dumps(draft.decisions),
+                    json.dumps(draft.action_items), draft.salience, started_at,
+                    ended_at, at,
+                ),
+            )
+            row = await cursor.fetchone()
+        assert row is not None
+        self.content_changed.set()
+        return int(row[0])
+
+    async def recent_episodes(self, agent_id: str, limit: int = 5) -> list[Episode]:
+        rows = await self._fetchall(
+            "SELECT * FROM episodes WHERE agent_id = ? AND deleted_at IS NULL "
+            "ORDER BY COALESCE(ended_at, created_at) DESC, id DESC LIMIT ?",
+            (require_agent(agent_id), limit),
+        )
+        return [Episode.from_row(r) for r in rows]
+
+    async def delete_episode(self, agent_id: str, episode_id: int, at: float | None = None) -> bool:
+        return await self._soft_delete("episodes", agent_id, episode_id, at)
+
+    # -- use counts and entities ----------------------------------------------------------
+
+    async def bump_use(
+        self, agent_id: str, items: Iterable[tuple[str, int]], at: float | None = None
+    ) -> None:
+        """Count that these items were surfaced; transcript messages keep no counts."""
+        require_agent(agent_id)
+        at = time.time() if at is None else at
+        by_table: dict[str, list[int]] = {}
+        for item_type, item_id in items:
+            if item_type in _USE_TABLES:
+                by_table.setdefault(_USE_TABLES[item_type], []).append(item_id)
+        if not by_table:
+            return
+        async with self._write() as db:
+            for table, ids in by_table.items():
+                await db.execute(
+                    f"UPDATE {table} SET use_count = use_count + 1, last_used = ? "
+                    f"WHERE agent_id = ? AND id IN ({', '.join('?' * len(ids))})",
+                    (at, agent_id, *ids),
+                )
+
+    async def upsert_entities(
+        self, agent_id: str, names: Sequence[str], at: float | None = None
+    ) -> None:
+        """Count a mention of each name; names match case-insensitively, first spelling kept."""
+        require_agent(agent_id)
+        at = time.time() if at is None else at
+        cleaned = [name.strip() for name in names if name and name.strip()]
+        if not cleaned:
+            return
+        async with self._write() as db:
+            await db.executemany(
+                "INSERT INTO entities (agent_id, name, mention_count, first_seen, last_seen) "
+                "VALUES (?, ?, 1, ?, ?) ON CONFLICT (agent_id, name) DO UPDATE SET "
+                "mention_count = mention_count + 1, last_seen = MAX(last_seen, excluded.last_seen)",
+                [(agent_id, name, at, at) for name in cleaned],
+            )
+
+    async def entity_names(self, agent_id: str) -> list[str]:
+        rows = await self._fetchall(
+            "SELECT name FROM entities WHERE agent_id = ? ORDER BY mention_count DESC, name",
+            (require_agent(agent_id),),
+        )
+        return [r[0] for r in rows]
+
+    async def _soft_delete(
+        self, table: str, agent_id: str, item_id: int, at: float | None
+    ) -> bool:
+        async with self._write() as db:
+            cursor = await db.execute(
+                f"UPDATE {table} SET deleted_at = ? WHERE agent_id = ? AND id = ? "
+                "AND deleted_at IS NULL",
+                (time.time() if at is None else at, require_agent(agent_id), item_id),
+            )
+            return cursor.rowcount == 1
+
+
+async def _insert_fact(
+    db: aiosqlite.Connection,
+    agent_id: str,
+    draft: FactDraft,
+    source_session_id: int | None,
+    at: float,
+) -> int:
+    cursor = await db.execute(
+        "INSERT INTO facts (agent_id, kind, slot, content, tags_json, salience, valid_from, "
+        "source_session_id, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
+        "RETURNING id",
+        (
+            agent_id, draft.kind, draft.slot, draft.content, json.dumps(draft.tags),
+            draft.salience, at, source_session_id, at, at,
+        ),
+    )
+    row = await cursor.fetchone()
+    assert row is not None
+    return int(row[0])

@@ -1,0 +1,196 @@
+"""Store SQL for conversations as they arrive: verbatim transcript messages and the
+pending signals that queue turns for distillation (durable across restarts)."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from typing import Any
+
+import aiosqlite
+
+from memory.db import Database, require_agent
+from memory.models import Turn
+from memory.records import PendingSignal, TranscriptMessage
+
+
+class TurnQueries(Database):
+    # -- transcript --------------------------------------------------------------------
+
+    async def add_transcript(
+        self, agent_id: str, session_id: int, messages: Sequence[TranscriptMessage]
+    ) -> int:
+        """Store verbatim messages; ones already stored are ignored. Returns how many were new."""
+        require_agent(agent_id)
+        if not messages:
+            return 0
+        rows = [(agent_id, session_id, m.turn_index, m.role, m.content, m.at) for m in messages]
+        async with self._write() as db:
+            cursor = await db.executemany(
+                "INSERT OR IGNORE INTO transcript "
+                "(agent_id, session_id, turn_index, role, content, at) VALUES (?, ?, ?, ?, ?, ?)",
+                rows,
+            )
+            added = cursor.rowcount  # summed over the statements; ignored rows count 0
+            last = max(m.at for m in messages)
+            await _touch_session(db, agent_id, session_id, last)
+        if added:
+            self.content_changed.set()
+        return added
+
+    async def record_turns(
+        self,
+        agent_id: str,
+        session_id: int,
+        turns: Sequence[tuple[int, Turn]],
+        *,
+        queue_signals: bool = True,
+    ) -> int:
+        """The write path's hot-path insert: each (turn_index, turn) as its two verbatim
+        messages and, with `queue_signals`, a pending signal for distillation, all in one
+        transaction. Turns already stored are skipped. Returns how many turns were new.
+        A turn without a time is stamped now."""
+        require_agent(agent_id)
+        if not turns:
+            return 0
+        now = time.time()
+        stamped = [(i, t, t.at.timestamp() if t.at is not None else now) for i, t in turns]
+        last = max(at for _, _, at in stamped)
+        new_turns = 0
+        async with self._write() as db:
+            for turn_index, turn, at in stamped:
+                cursor = await db.executemany(
+                    "INSERT OR IGNORE INTO transcript "
+                    "(agent_id, session_id, turn_index, role, content, at) "
+                    "VALUES (?, ?, ?, ?, ?, ?)",
+                    [(agent_id, session_id, turn_index, "user", turn.user, at),
+                     (agent_id, session_id, turn_index, "assistant", turn.assistant, at)],
+                )
+                new_turns += cursor.rowcount > 0
+                if queue_signals:
+                    await db.execute(
+                        "INSERT OR IGNORE INTO pending_signals (agent_id, session_id, "
+                        "turn_index, user_text, assistant_text, at) VALUES (?, ?, ?, ?, ?, ?)",
+                        (agent_id, session_id, turn_index, turn.user, turn.assistant, at),
+                    )
+            await _touch_session(db, agent_id, session_id, last)
+        if new_turns:
+            self.content_changed.set()
+        return new_turns
+
+    async def next_turn_index(self, agent_id: str, session_id: int) -> int:
+        """The index the session's next turn gets: one past the highest stored."""
+        value = await self._scalar(
+            "SELECT COALESCE(MAX(turn_index) + 1, 0) FROM transcript "
+            "WHERE agent_id = ? AND session_id = ?",
+            (require_agent(agent_id), session_id),
+        )
+        return int(value)
+
+    async def session_transcript(self, agent_id: str, session_id: int) -> list[TranscriptMessage]:
+        rows = await self._fetchall(
+            "SELECT turn_index, role, content, at FROM transcript "
+            "WHERE agent_id = ? AND session_id = ? "
+            "ORDER BY turn_index, CASE role WHEN 'user' THEN 0 ELSE 1 END",
+            (require_agent(agent_id), session_id),
+        )
+        return [TranscriptMessage(r[0], r[1], r[2], r[3]) for r in rows]
+
+    # -- pending signals (the debounced write path's durable queue) -------------------------
+
+    async def add_pending_signal(
+        self,
+        agent_id: str,
+        session_id: int,
+        turn_index: int,
+        user_text: str,
+        assistant_text: str,
+        at: float | None = None,
+    ) -> bool:
+        """Queue one turn for distillation; False when that turn was already queued."""
+        require_agent(agent_id)
+        at = time.time() if at is None else at
+        async with self._write() as db:
+            cursor = await db.execute(
+                "INSERT OR IGNORE INTO pending_signals "
+                "(agent_id, session_id, turn_index, user_text, assistant_text, at) "
+                "VALUES (?, ?, ?, ?, ?, ?)",
+                (agent_id, session_id, turn_index, user_text, assistant_text, at),
+            )
+            added = cursor.rowcount == 1
+            await _touch_session(db, agent_id, session_id, at)
+        return added
+
+    async def pending_signals(self, agent_id: str, session_id: int) -> list[PendingSignal]:
+        rows = await self._fetchall(
+            "SELECT * FROM pending_signals WHERE agent_id = ? AND session_id = ? "
+            "AND status = 'pending' ORDER BY turn_index",
+            (require_agent(agent_id), session_id),
+        )
+        return [PendingSignal.from_row(r) for r in rows]
+
+    async def sessions_with_pending_signals(self) -> list[tuple[str, int, float]]:
+        """(agent_id, session_id, last signal time) of every session with work left, for the
+        start-up re-arm; the only read that spans agents, and it returns only ids."""
+        rows = await self._fetchall(
+            "SELECT agent_id, session_id, MAX(at) FROM pending_signals "
+            "WHERE status = 'pending' GROUP BY agent_id, session_id ORDER BY MAX(at)"
+        )
+        return [(r[0], r[1], r[2]) for r in rows]
+
+    async def mark_signals_done(self, agent_id: str, signal_ids: Sequence[int]) -> None:
+        await self._set_signal_status(agent_id, signal_ids, "done", None)
+
+    async def dead_letter_signals(
+        self, agent_id: str, signal_ids: Sequence[int], reason: str
+    ) -> None:
+        await self._set_signal_status(agent_id, signal_ids, "dead", reason)
+
+    async def bump_signal_attempts(
+        self, agent_id: str, signal_ids: Sequence[int], error: str
+    ) -> int:
+        """Record a failed attempt; returns the highest attempt count among the signals."""
+        require_agent(agent_id)
+        marks = _placeholders(signal_ids)
+        async with self._write() as db:
+            cursor = await db.execute(
+                f"UPDATE pending_signals SET attempts = attempts + 1, last_error = ? "
+                f"WHERE agent_id = ? AND id IN ({marks}) RETURNING attempts",
+                (error, agent_id, *signal_ids),
+            )
+            return max((row[0] for row in await cursor.fetchall()), default=0)
+
+    async def _set_signal_status(
+        self, agent_id: str, signal_ids: Sequence[int], status: str, error: str | None
+    ) -> None:
+        require_agent(agent_id)
+        marks = _placeholders(signal_ids)
+        async with self._write() as db:
+            await db.execute(
+                f"UPDATE pending_signals SET status = ?, last_error = COALESCE(?, last_error) "
+                f"WHERE agent_id = ? AND id IN ({marks})",
+                (status, error, agent_id, *signal_ids),
+            )
+
+
+async def upsert_agent(db: aiosqlite.Connection, agent_id: str, at: float) -> None:
+    await db.execute(
+        "INSERT INTO agents (id, created_at, last_active) VALUES (?, ?, ?) "
+        "ON CONFLICT (id) DO UPDATE SET last_active = MAX(last_active, excluded.last_active)",
+        (agent_id, at, at),
+    )
+
+
+async def _touch_session(
+    db: aiosqlite.Connection, agent_id: str, session_id: int, at: float
+) -> None:
+    await db.execute(
+        "UPDATE sessions SET last_turn_at = MAX(COALESCE(last_turn_at, 0), ?) "
+        "WHERE agent_id = ? AND id = ?",
+        (at, agent_id, session_id),
+    )
+    await upsert_agent(db, agent_id, at)
+
+
+def _placeholders(values: Sequence[Any]) -> str:
+    return ", ".join("?" * len(values)) or "NULL"

@@ -1,0 +1,291 @@
+"""Conversations become memory: turns are recorded as pending signals, and each session is
+distilled (debounced) into an episode, pinned facts and identity facts.
+
+Nothing pending is lost: signals live in SQLite until a distillation succeeds, and a
+failed one is retried with backoff, then dead-lettered with its reason after
+`distill_max_attempts`. Every outcome is written to the processing log.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from config.errors import MnemoError
+from memory.debounce import DebounceScheduler
+from memory.distill.breaker import CircuitBreaker
+from memory.distill.protocol import Distiller
+from memory.facts import KnownFact, plan_fact_updates
+from memory.models import Distillation, SessionInput, Turn
+from memory.store import Store
+
+log = logging.getLogger("mnemoproxy.write")
+
+# First retry after this many seconds, doubling per attempt, capped.
+RETRY_BASE_SECONDS = 5.0
+RETRY_CAP_SECONDS = 600.0
+RECENT_EPISODES_FOR_CONTEXT = 3
+
+
+@dataclass
+class DistillOutcome:
+    """What one distillation did, as the ingest API reports it."""
+
+    status: str  # distilled | nothing_pending | skipped | failed | dead_lettered | deferred
+    reason: str | None = None
+    episode_id: int | None = None
+    facts_added: int = 0
+    facts_merged: int = 0
+    facts_superseded: int = 0
+    identity_facts: int = 0
+    turns: int = 0
+    retry_in_seconds: float | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        return {k: v for k, v in asdict(self).items() if v is not None}
+
+
+@dataclass
+class IngestResult:
+    session_id: int
+    turns_ingested: int
+    distillation: DistillOutcome = field(default_factory=lambda: DistillOutcome("skipped"))
+
+
+class WritePath:
+    def __init__(
+        self,
+        store: Store,
+        distiller: Distiller,
+        *,
+        debounce_seconds: float,
+        max_attempts: int,
+        identity_max_facts: int,
+        slot_of: Callable[[str], str | None] | None = None,
+        breaker: CircuitBreaker | None = None,
+    ) -> None:
+        self.store = store
+        self.distiller = distiller
+        self.max_attempts = max_attempts
+        self.identity_max_facts = identity_max_facts
+        self.slot_of = slot_of
+        self.breaker = breaker or CircuitBreaker()
+        self.scheduler = DebounceScheduler(debounce_seconds, self._scheduled_run)
+
+    async def start(self) -> int:
+        """Re-arm every session that still has pending signals (after a restart or crash)."""
+        sessions = await self.store.sessions_with_pending_signals()
+        for agent_id, session_id, _ in sessions:
+            self.scheduler.arm(agent_id, session_id, 0)
+        if sessions:
+            log.info("re-armed %d sessions with pending signals", len(sessions))
+        return len(sessions)
+
+    async def close(self, timeout: float = 10.0) -> None:
+        await self.scheduler.close(timeout)
+
+    # -- recording ----------------------------------------------------------------------
+
+    async def record(
+        self,
+        agent_id: str,
+        session_key: str,
+        turns: Sequence[tuple[int, Turn]],
+    ) -> int:
+        """Store turns (the current one, plus any earlier ones of the conversation that were
+        never seen) verbatim and as pending signals, then (re)arm the session's debounce.
+        Idempotent on (agent, session, turn index). Returns how many turns were new."""
+        at = next((t.at for _, t in turns if t.at is not None), None)
+        session_id, _ = await self.store.session(agent_id, session_key, _ts(at))
+        added = await self.store.record_turns(agent_id, session_id, _stamped(turns))
+        self.scheduler.touch(agent_id, session_id)
+        return added
+
+    async def ingest(
+        self,
+        agent_id: str,
+        conversation_id: str,
+        turns: Sequence[Turn],
+        *,
+        session_date: datetime | None,
+        skip_extraction: bool,
+    ) -> IngestResult:
+        """Seed memory with a whole conversation and distil it now (awaited)."""
+        session_id, _ = await self.store.session(agent_id, conversation_id, _ts(session_date))
+        latest = await self.store.latest_session(agent_id)
+        first_index = await self.store.next_turn_index(agent_id, session_id)
+        indexed = [(first_index + i, t) for i, t in enumerate(turns)]
+        added = await self.store.record_turns(
+            agent_id,
+            session_id,
+            _stamped(indexed, default=session_date),
+            queue_signals=not skip_extraction,
+        )
+        if latest is not None and latest[0] != session_id:
+            # The agent moved on from its previous session: that one is distilled now.
+            self.scheduler.fire_now(agent_id, latest[0])
+        result = IngestResult(session_id, added)
+        if not skip_extraction:
+            result.distillation = await self.distil_now(agent_id, session_id, session_date)
+        return result
+
+    # -- distilling ---------------------------------------------------------------------
+
+    async def distil_now(
+        self, agent_id: str, session_id: int, session_date: datetime | None = None
+    ) -> DistillOutcome:
+        outcome: list[DistillOutcome] = []
+
+        async def run(agent: str, session: int) -> None:
+            outcome.append(await self.distil_session(agent, session, session_date))
+
+        await self.scheduler.run_now(agent_id, session_id, run)
+        return outcome[0] if outcome else DistillOutcome("nothing_pending")
+
+    async def _scheduled_run(self, agent_id: str, session_id: int) -> None:
+        await self.distil_session(agent_id, session_id)
+
+    async def distil_session(
+        self, agent_id: str, session_id: int, session_date: datetime | None = None
+    ) -> DistillOutcome:
+        signals = await self.store.pending_signals(agent_id, session_id)
+        if not signals:
+            return DistillOutcome("nothing_pending", "no pending turns in this session")
+        ids = [s.id for s in signals]
+        if not self.breaker.allow():
+            wait = max(self.breaker.retry_in, 1.0)
+            self.scheduler.arm(agent_id, session_id, wait)
+            return DistillOutcome(
+                "deferred",
+                "the core model failed repeatedly (circuit open); retrying later",
+                retry_in_seconds=wait,
+            )
+        turns = [
+            Turn(s.user_text, s.assistant_text, datetime.fromtimestamp(s.at, UTC))
+            for s in signals
+        ]
+        context = SessionInput(
+            agent_id=agent_id,
+            session_id=str(session_id),
+            turns=turns,
+            session_date=session_date or turns[0].at,
+            known_identity=[f.content for f in await self.store.current_facts(agent_id, "identity")],
+            recent_episodes=[
+                e.summary
+                for e in await self.store.recent_episodes(agent_id, RECENT_EPISODES_FOR_CONTEXT)
+            ],
+        )
+        started = time.perf_counter()
+        try:
+            distillation = await self.distiller.distill(context)
+        except MnemoError as exc:
+            self.breaker.record_failure()
+            return await self._failed(agent_id, session_id, ids, exc.message)
+        self.breaker.record_success()
+        outcome = await self._apply(agent_id, session_id, distillation, signals[0].at, turns)
+        outcome.turns = len(signals)
+        await self.store.mark_signals_done(agent_id, ids)
+        await self.store.mark_session_distilled(agent_id, session_id)
+        await self.store.log_event(
+            agent_id,
+            "distilled",
+            {**outcome.as_dict(), "seconds": round(time.perf_counter() - started, 3)},
+            session_id=session_id,
+        )
+        return outcome
+
+    async def _failed(
+        self, agent_id: str, session_id: int, ids: list[int], reason: str
+    ) -> DistillOutcome:
+        attempts = await self.store.bump_signal_attempts(agent_id, ids, reason)
+        if attempts >= self.max_attempts:
+            await self.store.dead_letter_signals(agent_id, ids, reason)
+            await self.store.log_event(
+                agent_id,
+                "dead_lettered",
+                {"reason": reason, "attempts": attempts, "signals": len(ids)},
+                session_id=session_id,
+            )
+            log.warning("session %s of %s dead-lettered: %s", session_id, agent_id, reason)
+            return DistillOutcome("dead_lettered", reason)
+        wait = min(RETRY_CAP_SECONDS, RETRY_BASE_SECONDS * 2 ** (attempts - 1))
+        self.scheduler.arm(agent_id, session_id, wait)
+        await self.store.log_event(
+            agent_id,
+            "distill_failed",
+            {"reason": reason, "attempts": attempts, "retry_in_seconds": wait},
+            session_id=session_id,
+        )
+        log.warning("distilling session %s of %s failed (%s); retry in %ss",
+                    session_id, agent_id, reason, wait)
+        return DistillOutcome("failed", reason, retry_in_seconds=wait)
+
+    async def _apply(
+        self,
+        agent_id: str,
+        session_id: int,
+        distillation: Distillation,
+        first_at: float,
+        turns: list[Turn],
+    ) -> DistillOutcome:
+        outcome = DistillOutcome("distilled")
+        last_at = max((t.at.timestamp() for t in turns if t.at), default=first_at)
+        if distillation.episode is not None and distillation.episode.summary.strip():
+            outcome.episode_id = await self.store.add_episode(
+                agent_id,
+                distillation.episode,
+                session_id=session_id,
+                started_at=first_at,
+                ended_at=last_at,
+            )
+            await self.store.upsert_entities(agent_id, distillation.episode.entities, last_at)
+        known = [
+            KnownFact(f.id, f.kind, f.slot, f.content)
+            for f in await self.store.current_facts(agent_id)
+        ]
+        drafts = [*distillation.identity, *distillation.pinned]
+        for action in plan_fact_updates(drafts, known, self.slot_of):
+            if action.action == "merge" and action.existing_id is not None:
+                await self.store.merge_fact(
+                    agent_id, action.existing_id, salience=action.draft.salience
+                )
+                outcome.facts_merged += 1
+            elif action.action == "supersede" and action.existing_id is not None:
+                await self.store.supersede_fact(
+                    agent_id, action.existing_id, action.draft, source_session_id=session_id,
+                    at=last_at,
+                )
+                outcome.facts_superseded += 1
+            else:
+                await self.store.insert_fact(
+                    agent_id, action.draft, source_session_id=session_id, at=last_at
+                )
+                outcome.facts_added += 1
+        outcome.identity_facts = await self._cap_identity(agent_id)
+        if outcome.episode_id is None and not drafts:
+            outcome.status = "distilled"
+            outcome.reason = "nothing worth remembering in this session"
+        return outcome
+
+    async def _cap_identity(self, agent_id: str) -> int:
+        """Keep at most identity_max_facts identity facts: the most salient, then newest."""
+        identity = await self.store.current_facts(agent_id, "identity")
+        for fact in identity[self.identity_max_facts :]:
+            await self.store.delete_fact(agent_id, fact.id)
+        return min(len(identity), self.identity_max_facts)
+
+
+def _ts(moment: datetime | None) -> float | None:
+    return moment.timestamp() if moment is not None else None
+
+
+def _stamped(
+    turns: Sequence[tuple[int, Turn]], default: datetime | None = None
+) -> list[tuple[int, Turn]]:
+    """Every turn with a time: its own, else the default, else now."""
+    now = datetime.now(UTC)
+    return [(i, t if t.at else Turn(t.user, t.assistant, default or now)) for i, t in turns]

@@ -1,0 +1,136 @@
+"""Memory as the chat route sees it: read before forwarding, record after replying.
+
+Both directions fail open: a memory error forwards the request without memory (and is
+logged), and recording runs in the background, so the client never waits for memory.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable, Coroutine
+from typing import Any
+
+from config.settings import Settings
+from gate.planner import Planner
+from gate.read_path import ReadPath
+from gate.relevance import make_gate
+from memory.distill.llm import LLMDistiller
+from memory.distill.protocol import Distiller
+from memory.distill.rules import RuleDistiller, slot_of
+from memory.embedders import make_embedder
+from memory.models import Turn
+from memory.store import Store
+from memory.turns import history_turns, session_fingerprint
+from memory.write_path import WritePath
+from proxy.services import MemoryPlan
+from proxy.sse import AssistantReply
+from proxy.upstream import CoreModelClient, Upstream
+
+log = logging.getLogger("mnemoproxy.memory")
+
+# The read path normally takes a few milliseconds; past this, the request goes on without.
+READ_PATH_TIMEOUT_SECONDS = 2.0
+SHUTDOWN_DISTILL_SECONDS = 10.0
+
+
+class MemoryService:
+    def __init__(self, store: Store, writer: WritePath, reader: ReadPath) -> None:
+        self.store = store
+        self.writer = writer
+        self.reader = reader
+        self._background: set[asyncio.Task[Any]] = set()
+
+    async def before(
+        self, agent_id: str, session_id: str | None, body: dict[str, Any]
+    ) -> MemoryPlan:
+        messages = body["messages"]
+        plan = MemoryPlan(
+            agent_id=agent_id,
+            session_key=session_id or session_fingerprint(agent_id, messages),
+            request=body,
+        )
+        try:
+            result = await asyncio.wait_for(
+                self.reader.prepare(agent_id, messages), READ_PATH_TIMEOUT_SECONDS
+            )
+        except Exception as exc:  # fail open: the chat must go through without memory
+            log.warning("memory read failed for agent %s, forwarding without memory: %r",
+                        agent_id, exc)
+            plan.headers = {"X-Memory-Section": "error", "X-Memory-Tokens": "0",
+                            "X-Memory-Items": "0"}
+            return plan
+        plan.headers = result.headers()
+        if result.messages is not None and result.block is not None:
+            plan.body = {**body, "messages": result.messages}
+            used = [(i.item_type, i.item_id) for i in result.block.items]
+            self._spawn(self.store.bump_use(agent_id, used), "bump use counts")
+        return plan
+
+    def after(self, plan: MemoryPlan, reply: AssistantReply) -> None:
+        history, index, user_text = history_turns(plan.request["messages"])
+        turns = [(t.index, Turn(t.user, t.assistant)) for t in history]
+        turns.append((index, Turn(user_text, reply.as_text())))
+        self._spawn(self.writer.record(plan.agent_id, plan.session_key, turns), "record turn")
+
+    async def preview(self, agent_id: str, messages: list[dict[str, Any]]) -> dict[str, Any]:
+        result = await self.reader.prepare(agent_id, messages)
+        return {"agent_id": agent_id, **result.as_dict()}
+
+    async def close(self) -> None:
+        if self._background:
+            await asyncio.wait(set(self._background), timeout=SHUTDOWN_DISTILL_SECONDS)
+        await self.writer.close(SHUTDOWN_DISTILL_SECONDS)
+        await self.store.close()
+
+    def _spawn(self, work: Coroutine[Any, Any, Any], what: str) -> None:
+        task = asyncio.get_running_loop().create_task(work)
+        self._background.add(task)
+
+        def done(finished: asyncio.Task[Any]) -> None:
+            self._background.discard(finished)
+            if not finished.cancelled() and finished.exception() is not None:
+                log.error("memory could not %s: %r", what, finished.exception())
+
+        task.add_done_callback(done)
+
+
+def make_distiller(settings: Settings, upstream: Upstream) -> Distiller:
+    if settings.core_model:
+        return LLMDistiller(CoreModelClient(upstream, settings), timeout=settings.core_timeout_seconds)
+    return RuleDistiller()
+
+
+async def build_memory(
+    settings: Settings, upstream: Upstream
+) -> tuple[MemoryService, Callable[[], Awaitable[None]]]:
+    """Open the store and wire the read and write paths (the app's memory factory)."""
+    embedder = make_embedder(
+        settings.embedding_backend,
+        model=settings.embedding_model,
+        url=settings.embedding_url or settings.upstream_url,
+        api_key=settings.upstream_api_key,
+    )
+    store = await Store.open(settings.data_dir, embedder)
+    writer = WritePath(
+        store,
+        make_distiller(settings, upstream),
+        debounce_seconds=settings.summary_debounce_seconds,
+        max_attempts=settings.distill_max_attempts,
+        identity_max_facts=settings.identity_max_facts,
+        slot_of=slot_of,
+    )
+    await writer.start()
+    core = CoreModelClient(upstream, settings) if settings.core_model else None
+    reader = ReadPath(
+        store,
+        make_gate(settings.relevance_gate_mode, core=core),
+        Planner(
+            store,
+            budget_tokens=settings.memory_budget_tokens,
+            identity_max_facts=settings.identity_max_facts,
+        ),
+        settings.injection,
+    )
+    service = MemoryService(store, writer, reader)
+    return service, service.close

@@ -1,0 +1,210 @@
+"""Embedder speed (texts/second) and LoCoMo dense retrieval recall, to pick the default.
+
+Speed: each local embedder on short (~10 words) and long (~120 words) texts, called with
+batches of 256, of 64, and one text per call. Texts are LoCoMo turns when the data set is
+present, generated sentences otherwise. Model loading is timed apart, not in the rates.
+MiniLM limits BLAS to one thread (see memory/embedders/minilm.py BLAS_THREADS).
+
+Quality: per LoCoMo conversation, every turn embedded as "speaker: text" (and again with
+the session date in front), every category 1-4 question embedded, exact cosine top-k over
+that conversation's turns; recall@k = share of a question's evidence turns in its top k.
+
+Timings are wall-clock on a shared 2-core machine where others run tests: noisy.
+
+    python -m tests.benchmarks.bench_embeddings                 # everything (minilm ~5 min)
+    python -m tests.benchmarks.bench_embeddings --quick         # 2 conversations, fewer texts
+    python -m tests.benchmarks.bench_embeddings --backends wordllama hashing
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from memory.embedders import Embedder, make_embedder
+from tests.benchmarks import locomo
+
+RESULTS_FILE = Path(__file__).with_name("results") / "embeddings.txt"
+BACKENDS = ("hashing", "wordllama", "minilm")
+CALL_SIZES = (256, 64, 1)
+TOP_K = (5, 10)
+SHORT_WORDS, LONG_WORDS = 10, 120
+_FALLBACK_SENTENCES = (
+    "we talked about the trip to the lake",
+    "my sister said the new job in Berlin starts next month",
+    "so I bought paint for the nursery",
+)
+
+
+def _word_pool() -> list[str]:
+    """Sentences to cut texts from: LoCoMo turns, else a seeded generated stand-in."""
+    if locomo.available():
+        return [turn.text for sample in locomo.load() for turn in sample.turns]
+    rng = random.Random(7)
+    words = " ".join(_FALLBACK_SENTENCES).split()
+    return [" ".join(rng.choices(words, k=rng.randint(5, 25))) for _ in range(2_000)]
+
+
+def _texts(pool: list[str], words: int, count: int, rng: random.Random) -> list[str]:
+    """`count` texts of about `words` words: consecutive pool sentences joined, then cut."""
+    texts: list[str] = []
+    while len(texts) < count:
+        start = rng.randrange(len(pool))
+        chunk: list[str] = []
+        for sentence in pool[start:]:
+            chunk += sentence.split()
+            if len(chunk) >= words:
+                break
+        if len(chunk) >= words * 0.8:
+            texts.append(" ".join(chunk[:words]))
+    return texts
+
+
+def _rate(embedder: Embedder, texts: list[str], per_call: int, min_seconds: float) -> float:
+    """Texts per second, calling with `per_call` texts (cycling through them) for at least
+    `min_seconds`: on a busy machine one lost scheduler slice would skew a short run."""
+    done, started = 0, time.perf_counter()
+    while done == 0 or time.perf_counter() - started < min_seconds:
+        start = done % len(texts)
+        chunk = texts[start : start + per_call]
+        embedder.embed(chunk)
+        done += len(chunk)
+    return done / (time.perf_counter() - started)
+
+
+def measure_speed(
+    embedders: dict[str, Embedder], texts_per_cell: int, min_seconds: float
+) -> list[dict[str, Any]]:
+    pool = _word_pool()
+    rng = random.Random(11)
+    corpora = {
+        "short": _texts(pool, SHORT_WORDS, texts_per_cell, rng),
+        "long": _texts(pool, LONG_WORDS, texts_per_cell, rng),
+    }
+    rows = []
+    for backend, embedder in embedders.items():
+        started = time.perf_counter()
+        embedder.embed(["load the model before the clock starts"])
+        load_s = time.perf_counter() - started
+        for length, texts in corpora.items():
+            # One untimed pass, so no column pays for first-touch costs (hashing's feature
+            # cache, tokenizer and allocator warm-up) that the others then skip.
+            embedder.embed(texts)
+            rates = {size: _rate(embedder, texts, size, min_seconds) for size in CALL_SIZES}
+            rows.append(
+                {
+                    "backend": backend,
+                    "length": length,
+                    "load_s": load_s,
+                    **{f"per_call_{size}": rate for size, rate in rates.items()},
+                }
+            )
+    return rows
+
+
+def _recall(
+    question_vectors: np.ndarray, turn_vectors: np.ndarray, evidence: list[list[int]]
+) -> dict[int, list[float]]:
+    order = np.argsort(-(question_vectors @ turn_vectors.T), axis=1)
+    return {
+        k: [
+            len(set(order[q, :k].tolist()) & set(wanted)) / len(wanted)
+            for q, wanted in enumerate(evidence)
+        ]
+        for k in TOP_K
+    }
+
+
+def measure_recall(
+    embedders: dict[str, Embedder], conversations: int | None
+) -> list[dict[str, Any]]:
+    samples = locomo.load()[:conversations]
+    variants: dict[str, Callable[[locomo.LocomoTurn], str]] = {
+        "speaker: text": lambda turn: turn.labelled(),
+        "date + speaker: text": lambda turn: f"{turn.at:%d %B %Y}: {turn.labelled()}",
+    }
+    rows = []
+    for backend, embedder in embedders.items():
+        for variant, render in variants.items():
+            started = time.perf_counter()
+            recalls: dict[int, list[float]] = {k: [] for k in TOP_K}
+            for sample in samples:
+                turns = sample.turns
+                position = {turn.dia_id: index for index, turn in enumerate(turns)}
+                questions = [
+                    q
+                    for q in sample.questions
+                    if q.category in locomo.RETRIEVAL_CATEGORIES and q.evidence
+                ]
+                turn_vectors = embedder.embed([render(turn) for turn in turns])
+                question_vectors = embedder.embed([q.question for q in questions])
+                evidence = [[position[dia_id] for dia_id in q.evidence] for q in questions]
+                for k, values in _recall(question_vectors, turn_vectors, evidence).items():
+                    recalls[k] += values
+            rows.append(
+                {
+                    "backend": backend,
+                    "variant": variant,
+                    "questions": len(recalls[TOP_K[0]]),
+                    **{f"recall@{k}": float(np.mean(recalls[k])) for k in TOP_K},
+                    "seconds": time.perf_counter() - started,
+                }
+            )
+    return rows
+
+
+def _table(speed: list[dict[str, Any]], recall: list[dict[str, Any]], note: str) -> str:
+    lines = [
+        f"Embedder speed, texts/second (shared 2-core machine: noisy){note}",
+        f"{'backend':<11}{'texts':<7}{'load s':>8}"
+        + "".join(f"{f'{size}/call':>11}" for size in CALL_SIZES),
+    ]
+    lines += [
+        f"{r['backend']:<11}{r['length']:<7}{r['load_s']:>8.2f}"
+        + "".join(f"{r[f'per_call_{size}']:>11.0f}" for size in CALL_SIZES)
+        for r in speed
+    ]
+    if recall:
+        lines += [
+            "",
+            f"LoCoMo dense retrieval, categories 1-4, exact cosine{note}",
+            f"{'backend':<11}{'turn text':<22}{'questions':>10}"
+            + "".join(f"{f'R@{k}':>8}" for k in TOP_K)
+            + f"{'secs':>8}",
+        ]
+        lines += [
+            f"{r['backend']:<11}{r['variant']:<22}{r['questions']:>10}"
+            + "".join(f"{r[f'recall@{k}']:>8.3f}" for k in TOP_K)
+            + f"{r['seconds']:>8.0f}"
+            for r in recall
+        ]
+    else:
+        lines += ["", locomo.unavailable_message()]
+    return "\n".join(lines)
+
+
+def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--backends", nargs="*", default=list(BACKENDS), choices=BACKENDS)
+    parser.add_argument(
+        "--quick", action="store_true", help="2 conversations and 64 texts per speed cell"
+    )
+    args = parser.parse_args(argv)
+    embedders = {backend: make_embedder(backend) for backend in args.backends}
+    speed = measure_speed(embedders, 64 if args.quick else 256, 0.5 if args.quick else 3.0)
+    recall = measure_recall(embedders, 2 if args.quick else None) if locomo.available() else []
+    table = _table(speed, recall, " [--quick]" if args.quick else "")
+    print(table)
+    RESULTS_FILE.parent.mkdir(exist_ok=True)
+    RESULTS_FILE.write_text(table + "\n", encoding="utf-8")
+    return {"speed": speed, "recall": recall}
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,167 @@
+"""Evidence recall of memory.search on LoCoMo (categories 1-4), through the real Store.
+
+Each conversation becomes one agent; each of its turns one transcript message with text
+"speaker: text" at its session's date. Every question is searched in the transcript scope
+and recall@k = |evidence turns in the top k| / |evidence turns| is averaged.
+
+    python -m tests.benchmarks.bench_retrieval                  # bm25 + wordllama hybrid
+    python -m tests.benchmarks.bench_retrieval --backends wordllama minilm --date-prefix
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import tempfile
+import time
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from memory.embedders import make_embedder
+from memory.records import Role, TranscriptMessage
+from memory.search import BM25_ONLY, DEFAULT_FUSION, DEFAULT_MMR_LAMBDA, Fusion, search
+from memory.store import Store
+from tests.benchmarks import locomo
+
+RESULTS_FILE = Path(__file__).with_name("results") / "retrieval.txt"
+KS = (5, 10)
+
+
+@dataclass(frozen=True)
+class Variant:
+    name: str
+    backend: str  # embedder of the store; "hashing" where vectors are unused
+    fusion: Fusion
+    mmr_lambda: float | None = DEFAULT_MMR_LAMBDA
+
+
+async def _index(
+    store: Store, sample: locomo.LocomoSample, date_prefix: bool
+) -> dict[tuple[int, int], str]:
+    """Store the conversation's turns; returns (session_id, turn_index) -> dia_id."""
+    agent = sample.sample_id
+    dia_ids: dict[tuple[int, int], str] = {}
+    for session in sample.sessions:
+        session_id, _ = await store.session(agent, f"session_{session.number}")
+        messages = []
+        for turn in session.turns:
+            text = turn.labelled()
+            if date_prefix:
+                text = f"[{turn.at:%d %B %Y}] {text}"
+            # Turns have only the session's date: keep their order with one second each.
+            role: Role = "user" if turn.speaker == sample.speaker_a else "assistant"
+            messages.append(TranscriptMessage(turn.index, role, text,
+                                              turn.at.timestamp() + turn.index))
+            dia_ids[(session_id, turn.index)] = turn.dia_id
+        await store.add_transcript(agent, session_id, messages)
+    await store.worker.drain()
+    return dia_ids
+
+
+class _Tally:
+    def __init__(self, name: str):
+        self.name = name
+        self.recalls: dict[int, dict[int, list[float]]] = {k: defaultdict(list) for k in KS}
+        self.timings: list[float] = []
+
+    def add(self, category: int, evidence: set[str], found: list[str], seconds: float) -> None:
+        self.timings.append(seconds)
+        for k in KS:
+            self.recalls[k][category].append(len(evidence & set(found[:k])) / len(evidence))
+
+    def figures(self) -> dict[str, Any]:
+        figures: dict[str, Any] = {"variant": self.name}
+        for k in KS:
+            every = [value for values in self.recalls[k].values() for value in values]
+            figures[f"recall@{k}"] = sum(every) / len(every)
+            for category, values in sorted(self.recalls[k].items()):
+                figures[f"cat{category}@{k}"] = sum(values) / len(values)
+        figures["questions"] = len(self.timings)
+        figures["p50_ms"] = sorted(self.timings)[len(self.timings) // 2] * 1000
+        return figures
+
+
+async def _evaluate(
+    backend: str, variants: Sequence[Variant], samples: Sequence[locomo.LocomoSample],
+    date_prefix: bool,
+) -> list[dict[str, Any]]:
+    """Index every conversation once with `backend`, then run each variant's searches."""
+    embedder = make_embedder(backend)
+    tallies = [_Tally(variant.name) for variant in variants]
+    with tempfile.TemporaryDirectory(prefix="mnemo-bench-") as folder:
+        for sample in samples:
+            store = await Store.open(Path(folder) / sample.sample_id, embedder,
+                                     start_worker=False)
+            try:
+                dia_ids = await _index(store, sample, date_prefix)
+                for question in sample.questions:
+                    if question.category not in locomo.RETRIEVAL_CATEGORIES:
+                        continue
+                    if not question.evidence:
+                        continue
+                    for variant, tally in zip(variants, tallies, strict=True):
+                        started = time.perf_counter()
+                        results = await search(
+                            store, sample.sample_id, question.question, scope="transcript",
+                            top_k=max(KS), fusion=variant.fusion, mmr_lambda=variant.mmr_lambda,
+                        )
+                        seconds = time.perf_counter() - started
+                        found = [dia_ids[(r.provenance["session_id"], r.provenance["turn_index"])]
+                                 for r in results]
+                        tally.add(question.category, set(question.evidence), found, seconds)
+            finally:
+                await store.close()
+    return [tally.figures() for tally in tallies]
+
+
+def _variants(backends: Sequence[str], mmr: float | None) -> list[Variant]:
+    variants = [Variant("bm25", "hashing", BM25_ONLY)]
+    for backend in backends:
+        variants.append(Variant(f"vector-{backend}", backend, Fusion(vector_weight=1.0)))
+        variants.append(Variant(f"hybrid-{backend}", backend, DEFAULT_FUSION))
+        if mmr is not None:
+            variants.append(Variant(f"hybrid-{backend}-mmr{mmr}", backend, DEFAULT_FUSION, mmr))
+    return variants
+
+
+def _table(rows: list[dict[str, Any]], date_prefix: bool) -> str:
+    columns = ["recall@5", "recall@10"] + [f"cat{c}@10" for c in locomo.RETRIEVAL_CATEGORIES]
+    lines = [f"LoCoMo evidence recall, categories 1-4, transcript scope"
+             f"{', date-prefixed turns' if date_prefix else ''}",
+             f"{'variant':<26}" + "".join(f"{c:>11}" for c in columns) + f"{'p50 ms':>9}"]
+    for row in rows:
+        lines.append(f"{row['variant']:<26}" + "".join(f"{row[c]:>11.3f}" for c in columns)
+                     + f"{row['p50_ms']:>9.1f}")
+    return "\n".join(lines)
+
+
+def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--backends", nargs="*", default=["wordllama"],
+                        help="embedders to test in hybrid (wordllama, minilm, hashing)")
+    parser.add_argument("--date-prefix", action="store_true",
+                        help="prefix each turn with its session date")
+    parser.add_argument("--mmr", type=float, default=None, help="also test MMR with this lambda")
+    parser.add_argument("--samples", type=int, default=None, help="only the first N samples")
+    args = parser.parse_args(argv)
+    if not locomo.available():
+        print(locomo.unavailable_message())
+        return {}
+    samples = locomo.load()[: args.samples]
+    by_backend: dict[str, list[Variant]] = defaultdict(list)
+    for variant in _variants(args.backends, args.mmr):
+        by_backend[variant.backend].append(variant)
+    rows = [row for backend, variants in by_backend.items()
+            for row in asyncio.run(_evaluate(backend, variants, samples, args.date_prefix))]
+    table = _table(rows, args.date_prefix)
+    print(table)
+    RESULTS_FILE.parent.mkdir(exist_ok=True)
+    RESULTS_FILE.write_text(table + "\n", encoding="utf-8")
+    return {row["variant"]: row for row in rows}
+
+
+if __name__ == "__main__":
+    main()

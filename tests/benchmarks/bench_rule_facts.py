@@ -1,0 +1,56 @@
+"""Throughput and yield of the rule-based fact extractor on LoCoMo's messages.
+
+Every LoCoMo message is a person speaking in the first person, so each one is fed to
+`extract_facts` as a user message. Run from the repository root:
+`python -m tests.benchmarks.bench_rule_facts`.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import time
+from pathlib import Path
+from typing import Any
+
+from memory.distill.rules import extract_facts
+
+DATA = Path(__file__).resolve().parents[3] / "shared" / "eval-data" / "locomo10.json"
+SAMPLE_SIZE = 15
+
+
+def _messages(path: Path) -> list[str]:
+    samples = json.loads(path.read_text())
+    return [
+        turn["text"]
+        for sample in samples
+        for key, session in sample["conversation"].items()
+        if key.startswith("session_") and isinstance(session, list)
+        for turn in session
+    ]
+
+
+def main() -> dict[str, Any]:
+    messages = _messages(DATA)
+    extract_facts("warm up: I'm Alice and I live in Berlin.")  # builds the pipeline
+    started = time.perf_counter()
+    extracted = [(text, fact) for text in messages for fact in extract_facts(text)]
+    elapsed = time.perf_counter() - started
+    figures = {
+        "messages": len(messages),
+        "seconds": round(elapsed, 2),
+        "messages_per_second": round(len(messages) / elapsed),
+        "facts": len(extracted),
+        "facts_per_1000_messages": round(1000 * len(extracted) / len(messages), 1),
+    }
+    print(f"{'figure':<26}{'value':>10}")
+    for name, value in figures.items():
+        print(f"{name:<26}{value:>10}")
+    print(f"\n{SAMPLE_SIZE} facts drawn at random (seed 7): content | slot | said")
+    for text, fact in random.Random(7).sample(extracted, min(SAMPLE_SIZE, len(extracted))):
+        print(f"- {fact.content} | {fact.slot} | {text[:90]!r}")
+    return figures
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,118 @@
+"""Latency of memory.search for one agent holding 10k and 100k transcript messages.
+
+Messages are synthetic sentences over a Zipf-distributed vocabulary, loaded through the
+real Store (batched executemany inserts) and embedded by the real worker; the index build
+is part of the set-up, not of the timings. Timings are wall-clock on a shared machine.
+
+    python -m tests.benchmarks.bench_search                       # 10k and 100k, hashing
+    python -m tests.benchmarks.bench_search --sizes 10000 --backend wordllama
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import random
+import statistics
+import tempfile
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from memory.embedders import make_embedder
+from memory.records import TranscriptMessage
+from memory.search import BM25_ONLY, DEFAULT_FUSION, Fusion, search
+from memory.store import Store
+
+RESULTS_FILE = Path(__file__).with_name("results") / "search.txt"
+AGENT = "bench-agent"
+QUERIES = 300
+BATCH = 5_000
+_SYLLABLES = ("ka", "lo", "mi", "ne", "ru", "sa", "ti", "vo", "ze", "pa", "do", "fi", "gu", "be")
+
+
+def _vocabulary(rng: random.Random, size: int = 6_000) -> list[str]:
+    words: set[str] = set()
+    while len(words) < size:
+        words.add("".join(rng.choices(_SYLLABLES, k=rng.randint(2, 4))))
+    return sorted(words)
+
+
+def _sentences(rng: random.Random, vocabulary: list[str], count: int, low: int, high: int):
+    # Zipf-like word frequencies, as in real text: a few words everywhere, most rare.
+    weights = [1.0 / (rank + 1) for rank in range(len(vocabulary))]
+    for _ in range(count):
+        yield " ".join(rng.choices(vocabulary, weights, k=rng.randint(low, high)))
+
+
+async def _load(store: Store, size: int, rng: random.Random, vocabulary: list[str]) -> None:
+    session_id, _ = await store.session(AGENT, "bench")
+    base = time.time() - 365 * 86_400
+    texts = list(_sentences(rng, vocabulary, size, 6, 30))
+    for start in range(0, size, BATCH):
+        await store.add_transcript(AGENT, session_id, [
+            TranscriptMessage(n // 2, "user" if n % 2 == 0 else "assistant", text, base + n)
+            for n, text in enumerate(texts[start:start + BATCH], start)
+        ])
+    await store.worker.drain()
+
+
+async def _time(store: Store, queries: list[str], **kwargs: Any) -> dict[str, float]:
+    await search(store, AGENT, queries[0], **kwargs)  # warm caches and the index
+    timings = []
+    for query in queries:
+        started = time.perf_counter()
+        await search(store, AGENT, query, **kwargs)
+        timings.append((time.perf_counter() - started) * 1000)
+    timings.sort()
+    return {"p50": statistics.median(timings), "p99": timings[int(len(timings) * 0.99) - 1]}
+
+
+async def _run_size(size: int, backend: str) -> list[dict[str, Any]]:
+    rng = random.Random(size)
+    vocabulary = _vocabulary(rng)
+    queries = list(_sentences(rng, vocabulary, QUERIES, 3, 8))
+    with tempfile.TemporaryDirectory(prefix="mnemo-bench-search-") as folder:
+        store = await Store.open(folder, make_embedder(backend), start_worker=False)
+        try:
+            started = time.perf_counter()
+            await _load(store, size, rng, vocabulary)
+            setup = time.perf_counter() - started
+            variants: list[tuple[str, dict[str, Any]]] = [
+                ("hybrid, all scopes", {"fusion": DEFAULT_FUSION}),
+                ("hybrid, transcript", {"fusion": DEFAULT_FUSION, "scope": "transcript"}),
+                ("bm25 only", {"fusion": BM25_ONLY}),
+                ("vector only", {"fusion": Fusion(vector_weight=1.0)}),
+                ("hybrid, last 30 days", {"fusion": DEFAULT_FUSION, "days": 30.0}),
+            ]
+            rows = []
+            for name, kwargs in variants:
+                figures = await _time(store, queries, **kwargs)
+                rows.append({"items": size, "variant": name, **figures, "setup_s": setup})
+            return rows
+        finally:
+            await store.close()
+
+
+def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", type=int, nargs="*", default=[10_000, 100_000])
+    parser.add_argument("--backend", default="hashing", help="embedder (hashing, wordllama)")
+    args = parser.parse_args(argv)
+    rows = [row for size in args.sizes for row in asyncio.run(_run_size(size, args.backend))]
+    lines = [f"memory.search latency, one agent, {args.backend} vectors, {QUERIES} queries, "
+             "top_k=10 (shared 2-core machine: noisy)",
+             f"{'items':>8}  {'variant':<22}{'p50 ms':>9}{'p99 ms':>9}{'setup s':>9}"]
+    lines += [f"{r['items']:>8}  {r['variant']:<22}{r['p50']:>9.2f}{r['p99']:>9.2f}"
+              f"{r['setup_s']:>9.1f}" for r in rows]
+    table = "\n".join(lines)
+    print(table)
+    RESULTS_FILE.parent.mkdir(exist_ok=True)
+    RESULTS_FILE.write_text(table + "\n", encoding="utf-8")
+    return {f"{r['items']}/{r['variant']}": {"p50_ms": r["p50"], "p99_ms": r["p99"]}
+            for r in rows}
+
+
+if __name__ == "__main__":
+    main()

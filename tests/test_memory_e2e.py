@@ -1,0 +1,271 @@
+"""Memory end to end through the real proxy: the openai SDK in, the fake upstream out."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import httpx
+import openai
+import pytest
+
+from proxy.memory_service import build_memory
+from tests.fake_upstream import FakeUpstream
+from tests.proxy_server import ProxyServer, make_settings
+
+
+def memory_settings(fake: FakeUpstream, tmp_path, **overrides: Any):
+    values: dict[str, Any] = {
+        "upstream_url": fake.base_url,
+        "data_dir": str(tmp_path / "data"),
+        "embedding_backend": "hashing",
+        "summary_debounce_seconds": 1,
+    }
+    values.update(overrides)
+    return make_settings(**values)
+
+
+@pytest.fixture
+def memory_proxy(fake_upstream: FakeUpstream, tmp_path) -> Iterator[ProxyServer]:
+    with ProxyServer(
+        memory_settings(fake_upstream, tmp_path), memory_factory=build_memory
+    ) as server:
+        yield server
+
+
+def sdk(server: ProxyServer, agent: str | None, session: str | None = None) -> openai.OpenAI:
+    headers = {}
+    if agent:
+        headers["X-Agent-Id"] = agent
+    if session:
+        headers["X-Session-Id"] = session
+    return openai.OpenAI(
+        base_url=server.base_url, api_key="sk-test", max_retries=0, default_headers=headers
+    )
+
+
+def post(server: ProxyServer, path: str, body: dict[str, Any]) -> httpx.Response:
+    return httpx.post(server.url + path, json=body, timeout=30)
+
+
+def search(server: ProxyServer, agent: str, query: str, **extra: Any) -> list[dict[str, Any]]:
+    response = post(server, "/memory/search", {"agent_id": agent, "query": query, **extra})
+    assert response.status_code == 200, response.text
+    return response.json()["results"]
+
+
+def wait_for(predicate, timeout: float = 10.0):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(0.1)
+    raise AssertionError("condition not met in time")
+
+
+def user_text_seen_upstream(fake: FakeUpstream) -> str:
+    content = fake.requests[-1].json["messages"][-1]["content"]
+    return content if isinstance(content, str) else content[0]["text"]
+
+
+def test_chat_turns_become_facts_after_debounce(memory_proxy, fake_upstream):
+    client = sdk(memory_proxy, "alice", "s1")
+    client.chat.completions.create(
+        model="m", messages=[{"role": "user", "content": "Hi! My name is Alice and I live in Berlin."}]
+    )
+    stream = client.chat.completions.create(
+        model="m",
+        stream=True,
+        messages=[
+            {"role": "user", "content": "Hi! My name is Alice and I live in Berlin."},
+            {"role": "assistant", "content": "echo: Hi!"},
+            {"role": "user", "content": "I'm allergic to peanuts, please remember that."},
+        ],
+    )
+    assert "".join(c.choices[0].delta.content or "" for c in stream if c.choices)
+
+    def facts():
+        found = search(memory_proxy, "alice", "peanuts allergy Berlin", scope="pinned")
+        return found if len(found) >= 2 else None
+
+    texts = " | ".join(r["text"] for r in wait_for(facts))
+    assert "Berlin" in texts and "peanut" in texts.lower()
+    agents = httpx.get(memory_proxy.url + "/agents").json()["agents"]
+    alice = next(a for a in agents if a["id"] == "alice")
+    assert alice["facts"] >= 2 and alice["episodes"] == 1 and alice["turns"] == 4
+
+
+def test_no_agent_header_reads_and_writes_nothing(memory_proxy, fake_upstream):
+    body = {"model": "m", "messages": [{"role": "user", "content": "My name is Bob."}]}
+    response = httpx.post(memory_proxy.base_url + "/chat/completions", json=body)
+    assert response.status_code == 200
+    assert "x-memory-section" not in response.headers
+    assert fake_upstream.requests[-1].json == body
+    time.sleep(0.3)
+    assert httpx.get(memory_proxy.url + "/agents").json()["agents"] == []
+
+
+def test_replayed_request_does_not_duplicate_and_history_is_backfilled(memory_proxy):
+    messages = [
+        {"role": "user", "content": "We talked about sailing before."},
+        {"role": "assistant", "content": "Yes, your boat is called Luna."},
+        {"role": "user", "content": "I'm repainting the boat blue."},
+    ]
+    client = sdk(memory_proxy, "carol", "boat")
+    for _ in range(3):  # a retried request is the same turn
+        client.chat.completions.create(model="m", messages=messages)
+
+    def turns():
+        agents = httpx.get(memory_proxy.url + "/agents").json()["agents"]
+        return next((a["turns"] for a in agents if a["id"] == "carol"), 0)
+
+    assert wait_for(lambda: turns() == 4)  # two turns, user + assistant each
+    time.sleep(0.3)
+    assert turns() == 4
+    found = search(memory_proxy, "carol", "boat Luna", scope="transcript")
+    assert any("Luna" in r["text"] for r in found)
+
+
+def test_ingest_then_identity_question_gets_memory_and_haiku_does_not(memory_proxy, fake_upstream):
+    response = post(
+        memory_proxy,
+        "/memory/ingest",
+        {
+            "agent_id": "dana",
+            "conversation_id": "intro",
+            "session_date": "2024-05-08T10:00:00Z",
+            "turns": [
+                {"user": "Hello, my name is Dana Whitfield.", "assistant": "Nice to meet you!"},
+                {"user": "I work as a marine biologist at Oceanlab.", "assistant": "Cool job."},
+            ],
+        },
+    )
+    assert response.status_code == 200, response.text
+    body = response.json()
+    assert body["turns_ingested"] == 2
+    assert body["distillation"]["status"] == "distilled"
+    assert body["distillation"]["facts_added"] >= 2
+
+    client = sdk(memory_proxy, "dana")
+    raw = client.chat.completions.with_raw_response.create(
+        model="m", messages=[{"role": "user", "content": "What's my name?"}]
+    )
+    assert raw.headers["x-memory-section"] == "identity"
+    assert int(raw.headers["x-memory-items"]) >= 1
+    assert int(raw.headers["x-memory-tokens"]) > 0
+    sent = user_text_seen_upstream(fake_upstream)
+    assert "Dana" in sent and sent.rstrip().endswith("What's my name?")
+    assert "recalled_memory" in sent
+
+    haiku = [{"role": "user", "content": "Write a haiku about autumn"}]
+    raw = client.chat.completions.with_raw_response.create(model="m", messages=haiku)
+    assert raw.headers["x-memory-section"] == "none"
+    assert fake_upstream.requests[-1].json["messages"] == haiku
+
+
+def test_ingest_reports_supersession(memory_proxy):
+    def ingest(conversation: str, text: str) -> dict[str, Any]:
+        response = post(
+            memory_proxy,
+            "/memory/ingest",
+            {"agent_id": "erin", "conversation_id": conversation,
+             "turns": [{"user": text, "assistant": "Noted."}]},
+        )
+        assert response.status_code == 200, response.text
+        return response.json()["distillation"]
+
+    assert ingest("c1", "I live in Berlin.")["facts_added"] >= 1
+    assert ingest("c2", "I live in Berlin.")["facts_merged"] >= 1
+    assert ingest("c3", "I just moved to Paris.")["facts_superseded"] >= 1
+    found = search(memory_proxy, "erin", "where does the user live", scope="pinned")
+    texts = [r["text"] for r in found]
+    assert any("Paris" in t for t in texts)
+    assert not any("Berlin" in t for t in texts)  # superseded facts are not read
+
+
+def test_preview_shows_decision_and_block_without_calling_upstream(memory_proxy, fake_upstream):
+    post(
+        memory_proxy,
+        "/memory/ingest",
+        {"agent_id": "finn", "conversation_id": "c",
+         "turns": [{"user": "My name is Finn.", "assistant": "Hi Finn"}]},
+    )
+    before = len(fake_upstream.requests)
+    response = post(
+        memory_proxy,
+        "/memory/preview",
+        {"agent_id": "finn", "messages": [{"role": "user", "content": "who am I?"}]},
+    )
+    assert response.status_code == 200, response.text
+    preview = response.json()
+    assert preview["section"] == "identity" and preview["inject"] is True
+    assert "Finn" in preview["block"] and preview["reason"]
+    assert len(fake_upstream.requests) == before
+
+
+@pytest.mark.parametrize(
+    ("path", "body", "param"),
+    [
+        ("/memory/ingest", {"conversation_id": "c", "turns": [{"user": "x"}]}, "agent_id"),
+        ("/memory/ingest", {"agent_id": "a", "turns": [{"user": "x"}]}, "conversation_id"),
+        ("/memory/ingest", {"agent_id": "a", "conversation_id": "c"}, "turns"),
+        ("/memory/ingest", {"agent_id": "a", "conversation_id": "c", "turns": ["x"]}, "turns[0]"),
+        ("/memory/ingest", {"agent_id": "a", "conversation_id": "c",
+                            "turns": [{"user": "x", "date": "soon"}]}, "turns[0].date"),
+        ("/memory/ingest", {"agent_id": "a", "conversation_id": "c", "turns": [{"user": "x"}],
+                            "session_date": 12}, None),
+        ("/memory/ingest", {"agent_id": "a", "conversation_id": "c", "turns": [{"user": "x"}],
+                            "skip_extraction": "no"}, "skip_extraction"),
+        ("/memory/search", {"agent_id": "a"}, "query"),
+        ("/memory/search", {"agent_id": "a", "query": "x", "scope": "everything"}, "scope"),
+        ("/memory/search", {"agent_id": "a", "query": "x", "top_k": 0}, "top_k"),
+        ("/memory/search", {"query": "x"}, "agent_id"),
+        ("/memory/preview", {"agent_id": "a", "messages": "hi"}, "messages"),
+    ],
+)
+def test_bad_memory_api_bodies_get_400_naming_the_field(memory_proxy, path, body, param):
+    response = post(memory_proxy, path, body)
+    if param is None:  # a valid body (unix-seconds date): accepted
+        assert response.status_code == 200, response.text
+        return
+    assert response.status_code == 400, response.text
+    error = response.json()["error"]
+    assert error["param"] == param
+    assert error["type"] == "invalid_request_error"
+
+
+def test_search_survives_hostile_queries(memory_proxy):
+    post(
+        memory_proxy,
+        "/memory/ingest",
+        {"agent_id": "gus", "conversation_id": "c",
+         "turns": [{"user": "I love NEAR field radio and AND gates.", "assistant": "ok"}]},
+    )
+    for query in ['"unbalanced', "NEAR(a b)", "a AND OR NOT", "(((", "*", "x" * 10_000,
+                  "über café 日本語 🚀", "", "col:value", "^start"]:
+        response = post(memory_proxy, "/memory/search", {"agent_id": "gus", "query": query})
+        assert response.status_code in (200, 400), (query[:20], response.text)
+    assert search(memory_proxy, "nobody-here", "anything") == []
+
+
+def test_memory_failure_fails_open(fake_upstream, tmp_path):
+    async def broken_memory(settings, upstream):
+        service, close = await build_memory(settings, upstream)
+
+        async def fail(*args: Any, **kwargs: Any):
+            raise RuntimeError("disk on fire")
+
+        service.reader.prepare = fail  # type: ignore[method-assign]
+        return service, close
+
+    settings = memory_settings(fake_upstream, tmp_path)
+    with ProxyServer(settings, memory_factory=broken_memory) as server:
+        messages = [{"role": "user", "content": "What's my name?"}]
+        raw = sdk(server, "hana").chat.completions.with_raw_response.create(
+            model="m", messages=messages
+        )
+        assert raw.parse().choices[0].message.content == "echo: What's my name?"
+        assert raw.headers["x-memory-section"] == "error"
+        assert fake_upstream.requests[-1].json["messages"] == messages

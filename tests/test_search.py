@@ -1,0 +1,202 @@
+"""Hybrid search: filters, fusion, recency, MMR, hostile input, agent isolation."""
+
+from __future__ import annotations
+
+import asyncio
+import tempfile
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from config.errors import InvalidRequest
+from memory.embedders import make_embedder
+from memory.models import EpisodeDraft, FactDraft
+from memory.records import TranscriptMessage
+from memory.search import BM25_ONLY, Fusion, search
+from memory.store import Store
+
+DAY = 86_400.0
+NOW = 1_700_000_000.0
+
+
+@pytest.fixture
+async def store(tmp_path: Path) -> AsyncIterator[Store]:
+    opened = await Store.open(tmp_path, make_embedder("hashing"), start_worker=False)
+    yield opened
+    await opened.close()
+
+
+async def say(store: Store, agent: str, *texts: str, at: float = NOW, key: str = "s") -> None:
+    session_id, _ = await store.session(agent, key)
+    await store.add_transcript(agent, session_id, [
+        TranscriptMessage(n, "user", text, at + n) for n, text in enumerate(texts)
+    ])
+
+
+async def test_finds_every_item_type_with_provenance(store: Store) -> None:
+    await say(store, "agent", "we adopted a greyhound called Pixel", "the weather is grey")
+    fact_id = await store.insert_fact(
+        "agent", FactDraft("Has a greyhound named Pixel", kind="identity", slot="pet"), at=NOW
+    )
+    await store.add_episode("agent", EpisodeDraft("Adopting Pixel the greyhound",
+                                                  topics=["pets"]), at=NOW)
+    await store.worker.drain()
+
+    results = await search(store, "agent", "greyhound Pixel", now=NOW)
+    assert {r.item_type for r in results} == {"fact", "episode", "transcript"}
+    assert all(r.score > 0 for r in results)
+    assert "the weather is grey" not in [r.text for r in results]
+    assert results == sorted(results, key=lambda r: r.score, reverse=True)
+    fact = next(r for r in results if r.item_type == "fact")
+    assert (fact.item_id, fact.provenance["kind"], fact.provenance["slot"]) == (
+        fact_id, "identity", "pet")
+    turn = next(r for r in results if r.item_type == "transcript")
+    assert turn.text == "we adopted a greyhound called Pixel"
+    assert (turn.provenance["turn_index"], turn.provenance["role"], turn.at) == (0, "user", NOW)
+    assert set(turn.components) >= {"bm25", "vector", "fused"}
+
+    only_facts = await search(store, "agent", "greyhound", scope="pinned", now=NOW)
+    assert [r.item_type for r in only_facts] == ["fact"]
+    only_episodes = await search(store, "agent", "greyhound", scope="episodes", now=NOW)
+    assert [r.item_type for r in only_episodes] == ["episode"]
+
+
+async def test_superseded_and_deleted_facts_are_never_returned(store: Store) -> None:
+    old = await store.insert_fact("agent", FactDraft("Lives in Berlin", slot="home"))
+    await store.worker.drain()
+    new = await store.supersede_fact("agent", old, FactDraft("Lives in Paris", slot="home"))
+    gone = await store.insert_fact("agent", FactDraft("Lives near a Berlin lake"))
+    await store.delete_fact("agent", gone)
+    await store.worker.drain()
+    for query in ("lives Berlin", "lives Paris"):
+        assert [r.item_id for r in await search(store, "agent", query)] == [new]
+
+
+async def test_items_without_vectors_are_found_by_text(store: Store) -> None:
+    await say(store, "agent", "the quokka smiled")
+    results = await search(store, "agent", "quokka")  # the worker has not run
+    assert [r.text for r in results] == ["the quokka smiled"]
+    assert results[0].components["vector"] == 0.0
+
+
+async def test_vectors_find_what_words_alone_miss(store: Store) -> None:
+    # The hashing embedder shares bigrams; BM25 needs the exact (stemmed) words.
+    await say(store, "agent", "blue whale", "red panda")
+    await store.worker.drain()
+    vector_only = Fusion(vector_weight=1.0)
+    results = await search(store, "agent", "blue whale", fusion=vector_only, top_k=1)
+    assert [r.text for r in results] == ["blue whale"]
+    assert results[0].components["bm25"] == 0.0
+
+
+class BrokenEmbedder:
+    name = "broken"
+    dim = 8
+
+    def embed(self, texts):
+        raise ConnectionError("embedding endpoint unreachable")
+
+
+async def test_a_failing_embedder_leaves_text_search_working(tmp_path: Path) -> None:
+    store = await Store.open(tmp_path, BrokenEmbedder(), start_worker=False)
+    try:
+        await say(store, "agent", "the lighthouse keeper")
+        assert [r.text for r in await search(store, "agent", "lighthouse")] == [
+            "the lighthouse keeper"]
+    finally:
+        await store.close()
+
+
+async def test_days_window_and_recency(store: Store) -> None:
+    await say(store, "agent", "chess opening practice", at=NOW - 30 * DAY, key="old")
+    await say(store, "agent", "chess opening practice", at=NOW - 1 * DAY, key="new")
+    await store.worker.drain()
+    recent = await search(store, "agent", "chess", days=7, now=NOW)
+    assert [r.at for r in recent] == [NOW - DAY]
+    both = await search(store, "agent", "chess", now=NOW, recency_half_life_days=7)
+    assert [r.at for r in both] == [NOW - DAY, NOW - 30 * DAY]
+    assert both[0].components["recency"] > both[1].components["recency"]
+
+
+async def test_mmr_prefers_a_different_item_over_a_duplicate(store: Store) -> None:
+    texts = ("pasta recipe with garlic", "pasta recipe with garlic and oil",
+             "pasta shapes explained", "a long story that mentions pasta once in passing")
+    for n, text in enumerate(texts):  # separate sessions: each is embedded alone
+        await say(store, "agent", text, key=f"s{n}")
+    await store.worker.drain()
+    plain = await search(store, "agent", "pasta recipe garlic", top_k=2, fusion=BM25_ONLY)
+    diverse = await search(store, "agent", "pasta recipe garlic", top_k=2, fusion=BM25_ONLY,
+                           mmr_lambda=0.3)
+    assert "pasta shapes explained" not in [r.text for r in plain]
+    assert "pasta shapes explained" in [r.text for r in diverse]
+
+
+@pytest.mark.parametrize("query", [
+    "", "   ", '"', '"unbalanced', "a*", "NEAR(a b)", "x AND OR NOT y", "(((", "content:foo",
+    "col:val ^start", "-minus +plus", "naïve café 東京 😀", "\x00\x01", "'; DROP TABLE facts; --",
+    "word " * 2000,
+])
+async def test_hostile_queries_never_crash(store: Store, query: str) -> None:
+    await say(store, "agent", "naïve café in 東京 with foo content", "AND OR NOT NEAR")
+    await store.worker.drain()
+    results = await search(store, "agent", query)
+    assert all(r.item_type == "transcript" for r in results)
+
+
+async def test_fts_operators_are_matched_as_words(store: Store) -> None:
+    await say(store, "agent", "AND OR NOT NEAR", "unrelated sentence")
+    results = await search(store, "agent", "NOT NEAR", fusion=BM25_ONLY)
+    assert [r.text for r in results] == ["AND OR NOT NEAR"]
+
+
+async def test_unknown_agent_gets_nothing(store: Store) -> None:
+    await say(store, "agent", "hello there")
+    await store.worker.drain()
+    assert await search(store, "stranger", "hello there") == []
+
+
+@pytest.mark.parametrize(("kwargs", "param"), [
+    ({"scope": "everything"}, "scope"), ({"top_k": 0}, "top_k"), ({"top_k": 10_000}, "top_k"),
+    ({"days": -1}, "days"), ({"days": float("nan")}, "days"),
+    ({"recency_half_life_days": 0}, "recency_half_life_days"), ({"mmr_lambda": 2.0}, "mmr_lambda"),
+])
+async def test_bad_arguments_raise_invalid_request(store: Store, kwargs, param: str) -> None:
+    with pytest.raises(InvalidRequest) as caught:
+        await search(store, "agent", "hello", **kwargs)
+    assert caught.value.param == param
+    with pytest.raises(InvalidRequest):
+        await search(store, "", "hello")
+
+
+_word = st.sampled_from(["apple", "river", "stone", "cloud", "ember", "violet", "tide"])
+_text = st.lists(_word, min_size=1, max_size=5).map(" ".join)
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(texts_a=st.lists(_text, min_size=1, max_size=6),
+       texts_b=st.lists(_text, max_size=6), query=_text,
+       scope=st.sampled_from([None, "pinned", "transcript"]))
+def test_no_item_of_one_agent_is_ever_returned_for_another(
+    texts_a: list[str], texts_b: list[str], query: str, scope
+) -> None:
+    async def scenario() -> None:
+        with tempfile.TemporaryDirectory() as folder:
+            store = await Store.open(folder, make_embedder("hashing"), start_worker=False)
+            try:
+                # Same words for both agents; a marker word tells whose row a result is.
+                for agent, texts in (("a", texts_a), ("b", texts_b)):
+                    marked = [f"{text} owner{agent}" for text in texts]
+                    await say(store, agent, *marked)
+                    for text in marked:
+                        await store.insert_fact(agent, FactDraft(text))
+                await store.worker.drain()
+                for agent in ("a", "b"):
+                    results = await search(store, agent, query, scope=scope, top_k=50)
+                    assert all(r.text.endswith(f"owner{agent}") for r in results)
+            finally:
+                await store.close()
+
+    asyncio.run(scenario())

@@ -1,0 +1,232 @@
+"""The SQLite store: migrations, idempotent writes, fact lifecycle, FTS sync, agent isolation."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import AsyncIterator
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+
+from config.errors import InvalidRequest
+from memory.embedders import make_embedder
+from memory.models import EpisodeDraft, FactDraft, Turn
+from memory.records import TranscriptMessage
+from memory.schema import MIGRATIONS
+from memory.store import Store
+
+
+@pytest.fixture
+async def store(tmp_path: Path) -> AsyncIterator[Store]:
+    opened = await Store.open(tmp_path, make_embedder("hashing"), start_worker=False)
+    yield opened
+    await opened.close()
+
+
+def raw(path: Path) -> sqlite3.Connection:
+    """A second, independent connection, as another process (or a DBA) would have."""
+    return sqlite3.connect(path, isolation_level=None)
+
+
+def messages(*texts: str, start: int = 0, at: float = 1000.0) -> list[TranscriptMessage]:
+    return [
+        TranscriptMessage(start + n // 2, "user" if n % 2 == 0 else "assistant", text, at + n)
+        for n, text in enumerate(texts)
+    ]
+
+
+async def test_blank_database_gets_every_migration(store: Store) -> None:
+    with raw(store.path) as db:
+        names = [row[0] for row in db.execute("SELECT name FROM _migrations ORDER BY rowid")]
+        assert names == [name for name, _ in MIGRATIONS]
+        assert db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+
+
+async def test_database_at_previous_step_upgrades(tmp_path: Path) -> None:
+    embedder = make_embedder("hashing")
+    old = await Store.open(tmp_path, embedder, start_worker=False, migrations=MIGRATIONS[:-1])
+    await old.close()
+    with raw(tmp_path / "memory.db") as db:
+        assert db.execute("SELECT COUNT(*) FROM _migrations").fetchone()[0] == len(MIGRATIONS) - 1
+    upgraded = await Store.open(tmp_path, embedder, start_worker=False)
+    try:
+        session_id, _ = await upgraded.session("a", "s")
+        await upgraded.add_transcript("a", session_id, messages("the zebra grazes"))
+        assert await upgraded.fts_candidates("a", {"transcript": '"zebra"'})
+    finally:
+        await upgraded.close()
+    reopened = await Store.open(tmp_path, embedder, start_worker=False)
+    await reopened.close()  # nothing left to apply, nothing applied twice
+
+
+async def test_session_is_created_once_per_key(store: Store) -> None:
+    first = await store.session("agent", "key-1", at=10.0)
+    again = await store.session("agent", "key-1", at=20.0)
+    other = await store.session("agent", "key-2", at=30.0)
+    assert first[1] is True and again == (first[0], False) and other[1] is True
+    assert await store.latest_session("agent") == (other[0], "key-2")
+    summary = await store.agents_summary()
+    assert [entry["id"] for entry in summary] == ["agent"]
+    assert summary[0]["last_active"] == 30.0
+
+
+async def test_transcript_inserts_are_idempotent(store: Store) -> None:
+    session_id, _ = await store.session("agent", "s")
+    assert await store.add_transcript("agent", session_id, messages("hi", "hello")) == 2
+    assert await store.add_transcript("agent", session_id, messages("hi", "hello")) == 0
+    mixed = messages("hi", "hello", "how are you", "fine")
+    assert await store.add_transcript("agent", session_id, mixed) == 2
+    stored = await store.session_transcript("agent", session_id)
+    assert [(m.turn_index, m.role, m.content) for m in stored] == [
+        (0, "user", "hi"), (0, "assistant", "hello"),
+        (1, "user", "how are you"), (1, "assistant", "fine"),
+    ]
+
+
+async def test_record_turns_stores_messages_and_signals_once(store: Store) -> None:
+    session_id, _ = await store.session("agent", "s")
+    assert await store.next_turn_index("agent", session_id) == 0
+    when = datetime(2024, 5, 8, 13, 56, tzinfo=UTC)
+    turns = [(0, Turn("hi", "hello", when)), (1, Turn("plans?", "a hike"))]
+    assert await store.record_turns("agent", session_id, turns) == 2
+    assert await store.record_turns("agent", session_id, turns) == 0
+    assert await store.next_turn_index("agent", session_id) == 2
+    stored = await store.session_transcript("agent", session_id)
+    assert [(m.turn_index, m.role, m.content) for m in stored] == [
+        (0, "user", "hi"), (0, "assistant", "hello"), (1, "user", "plans?"),
+        (1, "assistant", "a hike"),
+    ]
+    assert stored[0].at == when.timestamp()
+    signals = await store.pending_signals("agent", session_id)
+    assert [(s.turn_index, s.user_text, s.assistant_text) for s in signals] == [
+        (0, "hi", "hello"), (1, "plans?", "a hike")]
+    seeded = [(2, Turn("seeded", "without a signal", when))]
+    assert await store.record_turns("agent", session_id, seeded, queue_signals=False) == 1
+    assert len(await store.pending_signals("agent", session_id)) == 2
+
+
+async def test_pending_signal_lifecycle(store: Store) -> None:
+    session_id, _ = await store.session("agent", "s")
+    assert await store.add_pending_signal("agent", session_id, 0, "u0", "a0", at=5.0)
+    assert not await store.add_pending_signal("agent", session_id, 0, "u0", "a0", at=6.0)
+    assert await store.add_pending_signal("agent", session_id, 1, "u1", "a1", at=7.0)
+    pending = await store.pending_signals("agent", session_id)
+    assert [s.turn_index for s in pending] == [0, 1]
+    assert await store.sessions_with_pending_signals() == [("agent", session_id, 7.0)]
+
+    ids = [s.id for s in pending]
+    assert await store.bump_signal_attempts("agent", ids, "timeout") == 1
+    assert await store.bump_signal_attempts("agent", ids[:1], "timeout again") == 2
+    await store.mark_signals_done("agent", ids[1:])
+    await store.dead_letter_signals("agent", ids[:1], "gave up after 2 attempts")
+    assert await store.pending_signals("agent", session_id) == []
+    assert await store.sessions_with_pending_signals() == []
+    assert (await store.status())["dead_signals"] == 1
+
+
+async def test_fact_merge_supersede_and_delete(store: Store) -> None:
+    session_id, _ = await store.session("agent", "s")
+    berlin = await store.insert_fact(
+        "agent", FactDraft("Lives in Berlin", kind="identity", salience=0.4,
+                           slot="identity:location"), source_session_id=session_id, at=100.0
+    )
+    tea = await store.insert_fact("agent", FactDraft("Prefers tea", tags=["drink"]), at=100.0)
+
+    assert await store.merge_fact("agent", berlin, salience=0.9, at=200.0)
+    merged = await store.fact("agent", berlin)
+    assert merged is not None
+    assert (merged.source_count, merged.salience, merged.updated_at) == (2, 0.9, 200.0)
+
+    paris = await store.supersede_fact(
+        "agent", berlin, FactDraft("Lives in Paris", kind="identity", slot="identity:location"),
+        at=300.0,
+    )
+    current = await store.current_facts("agent", kind="identity", slot="identity:location")
+    assert [f.content for f in current] == ["Lives in Paris"]
+    old = await store.fact("agent", berlin)
+    assert old is not None and (old.valid_to, old.superseded_by) == (300.0, paris)
+    assert not await store.merge_fact("agent", berlin, salience=1.0)  # history is read-only
+
+    assert await store.delete_fact("agent", tea)
+    assert not await store.delete_fact("agent", tea)
+    assert [f.id for f in await store.current_facts("agent")] == [paris]
+    assert (await store.agents_summary())[0]["facts"] == 1
+
+
+async def test_fts_mirrors_follow_updates_and_deletes(store: Store) -> None:
+    fact_id = await store.insert_fact("agent", FactDraft("The cat is called Miso"))
+    session_id, _ = await store.session("agent", "s")
+    await store.add_transcript("agent", session_id, messages("my cat Miso sleeps"))
+    episode_id = await store.add_episode("agent", EpisodeDraft("Talked about pets",
+                                                              topics=["cats"]))
+    assert await store.fts_candidates("agent", {"fact": '"miso"'})
+    assert await store.fts_candidates("agent", {"episode": '"cats"'})
+
+    with raw(store.path) as db:
+        db.execute("UPDATE facts SET content = 'The dog is called Rex' WHERE id = ?", (fact_id,))
+        db.execute("UPDATE episodes SET topics_json = '[\"dogs\"]' WHERE id = ?", (episode_id,))
+        db.execute("DELETE FROM transcript WHERE session_id = ?", (session_id,))
+        # The FTS index itself agrees with its content tables.
+        for table in ("facts_fts", "episodes_fts", "transcript_fts"):
+            db.execute(f"INSERT INTO {table} ({table}) VALUES ('integrity-check')")
+
+    assert await store.fts_candidates("agent", {"fact": '"miso"'}) == []
+    rex = await store.fts_candidates("agent", {"fact": '"rex"'})
+    assert [(item_type, item_id) for item_type, item_id, _ in rex] == [("fact", fact_id)]
+    assert await store.fts_candidates("agent", {"episode": '"cats"'}) == []
+    assert await store.fts_candidates("agent", {"episode": '"dogs"'})
+    assert await store.fts_candidates("agent", {"transcript": '"sleeps"'}) == []
+
+
+async def test_episodes_use_counts_and_entities(store: Store) -> None:
+    first = await store.add_episode("agent", EpisodeDraft("Planned a trip", salience=0.7),
+                                    at=10.0)
+    second = await store.add_episode("agent", EpisodeDraft("Fixed the bike"), at=20.0)
+    fact_id = await store.insert_fact("agent", FactDraft("Owns a bike"))
+    assert [e.id for e in await store.recent_episodes("agent", limit=5)] == [second, first]
+
+    await store.bump_use("agent", [("episode", first), ("fact", fact_id), ("transcript", 1)],
+                         at=50.0)
+    episode = (await store.recent_episodes("agent"))[1]
+    assert (episode.use_count, episode.last_used) == (1, 50.0)
+    assert (await store.current_facts("agent"))[0].use_count == 1
+
+    await store.upsert_entities("agent", ["Lisbon", "Ana"], at=1.0)
+    await store.upsert_entities("agent", ["lisbon", "  ", ""], at=2.0)
+    assert await store.entity_names("agent") == ["Lisbon", "Ana"]
+
+
+async def test_agents_never_see_each_others_rows(store: Store) -> None:
+    session_a, _ = await store.session("a", "shared-key")
+    session_b, created = await store.session("b", "shared-key")
+    assert created and session_a != session_b
+    await store.insert_fact("a", FactDraft("A's secret"))
+    await store.add_pending_signal("a", session_a, 0, "u", "x")
+    await store.upsert_entities("a", ["Zed"])
+    await store.add_transcript("a", session_a, messages("secret words"))
+    assert await store.current_facts("b") == []
+    assert await store.pending_signals("b", session_a) == []
+    assert await store.entity_names("b") == []
+    assert await store.fts_candidates("b", {"transcript": '"secret"'}) == []
+    assert await store.session_transcript("b", session_a) == []
+    assert not await store.delete_fact("b", 1)
+
+
+@pytest.mark.parametrize("agent_id", ["", "   "])
+async def test_blank_agent_id_is_refused(store: Store, agent_id: str) -> None:
+    with pytest.raises(InvalidRequest, match="agent_id"):
+        await store.current_facts(agent_id)
+    with pytest.raises(InvalidRequest):
+        await store.session(agent_id, "s")
+
+
+async def test_processing_log_and_status(store: Store) -> None:
+    await store.log_event("agent", "distilled", {"facts": 2}, at=3.0)
+    assert await store.processing_log("agent") == [
+        {"session_id": None, "event": "distilled", "detail": {"facts": 2}, "at": 3.0}
+    ]
+    assert await store.processing_log("other") == []
+    status = await store.status()
+    assert status["db_path"].endswith("memory.db")
+    assert status["embedding_model"] == store.embedder.name

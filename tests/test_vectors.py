@@ -1,0 +1,156 @@
+"""Vectors: the embedding worker, usearch indexes derived from SQLite, and their rebuilds."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sqlite3
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+
+from memory.embedders import make_embedder
+from memory.models import EpisodeDraft, FactDraft
+from memory.records import ITEM_TYPES, TranscriptMessage
+from memory.store import Store
+from memory.vectors import key_item, vector_key
+
+
+class RenamedEmbedder:
+    """The hashing embedder under another model name, counting and optionally slow."""
+
+    def __init__(self, name: str, delay: float = 0.0):
+        self._inner = make_embedder("hashing")
+        self.name = name
+        self.dim = self._inner.dim
+        self.delay = delay
+        self.texts: list[str] = []
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        time.sleep(self.delay)
+        self.texts.extend(texts)
+        return self._inner.embed(texts)
+
+
+async def fill(store: Store, agent: str = "agent") -> None:
+    session_id, _ = await store.session(agent, "s")
+    await store.add_transcript(agent, session_id, [
+        TranscriptMessage(0, "user", "I planted tomatoes in the garden", 1.0),
+        TranscriptMessage(0, "assistant", "Tomatoes like sun", 2.0),
+    ])
+    await store.insert_fact(agent, FactDraft("Grows tomatoes"))
+    await store.add_episode(agent, EpisodeDraft("Gardening chat", topics=["garden"]))
+
+
+def test_keys_are_unique_across_item_types() -> None:
+    keys = {vector_key(t, i) for t in ITEM_TYPES for i in range(50)}
+    assert len(keys) == 150
+    assert all(key_item(vector_key(t, 7)) == (t, 7) for t in ITEM_TYPES)
+
+
+async def test_drain_embeds_every_item_once(tmp_path: Path) -> None:
+    embedder = RenamedEmbedder("fake-a")
+    store = await Store.open(tmp_path, embedder, start_worker=False)
+    await fill(store)
+    assert await store.worker.drain() == 4
+    assert await store.worker.drain() == 0
+    assert "Gardening chat (garden)" in embedder.texts
+    # A message is embedded after its date and the message it answers.
+    assert "01 January 1970: I planted tomatoes in the garden\nTomatoes like sun" in embedder.texts
+    hits = await store.vectors.search("agent", embedder.embed(["Grows tomatoes"])[0], 4)
+    assert hits[0][:2] == ("fact", 1) and hits[0][2] > 0.99
+    assert await store.vectors.search("nobody", embedder.embed(["x"])[0], 4) == []
+    await store.close()
+
+
+async def test_changed_text_and_changed_model_are_embedded_again(tmp_path: Path) -> None:
+    store = await Store.open(tmp_path, RenamedEmbedder("fake-a"), start_worker=False)
+    await fill(store)
+    await store.worker.drain()
+    with sqlite3.connect(store.path) as db:
+        db.execute("UPDATE facts SET content = 'Grows peppers' WHERE id = 1")
+    assert await store.worker.drain() == 1
+    await store.close()
+
+    renamed = RenamedEmbedder("fake-b")
+    store = await Store.open(tmp_path, renamed, start_worker=False)
+    assert await store.worker.drain() == 4  # a new model name re-embeds everything
+    assert await store.embedding_count("agent", "fake-b") == 4
+    assert await store.embedding_count("agent", "fake-a") == 4  # kept for switching back
+    await store.close()
+
+
+async def test_background_worker_embeds_without_blocking_the_loop(tmp_path: Path) -> None:
+    slow = RenamedEmbedder("slow", delay=0.3)
+    store = await Store.open(tmp_path, slow, start_worker=True)
+    await fill(store)
+    ticks = 0
+    deadline = time.monotonic() + 10
+    while await store.embedding_count("agent", "slow") < 4 and time.monotonic() < deadline:
+        await asyncio.sleep(0.01)
+        ticks += 1
+    assert await store.embedding_count("agent", "slow") == 4
+    assert ticks >= 10  # the loop kept running while the embedder slept in its thread
+    await store.close()
+
+
+async def _reopened_index_size(tmp_path: Path, damage) -> tuple[int, int]:
+    embedder = RenamedEmbedder("fake-a")
+    store = await Store.open(tmp_path, embedder, start_worker=False)
+    await fill(store)
+    await store.worker.drain()
+    index_path, sidecar_path = store.vectors.paths("agent")
+    await store.close()
+    assert index_path.is_file() and sidecar_path.is_file()
+    damage(index_path, sidecar_path)
+
+    store = await Store.open(tmp_path, embedder, start_worker=False)
+    hits = await store.vectors.search("agent", embedder.embed(["tomatoes"])[0], 10)
+    rebuilds = store.vectors.rebuilds
+    await store.close()
+    return len(hits), rebuilds
+
+
+async def test_intact_index_is_loaded_not_rebuilt(tmp_path: Path) -> None:
+    assert await _reopened_index_size(tmp_path, lambda index, sidecar: None) == (4, 0)
+
+
+async def test_deleted_index_is_rebuilt(tmp_path: Path) -> None:
+    assert await _reopened_index_size(tmp_path, lambda index, sidecar: index.unlink()) == (4, 1)
+
+
+async def test_truncated_index_is_rebuilt(tmp_path: Path) -> None:
+    def truncate(index: Path, sidecar: Path) -> None:
+        with index.open("r+b") as handle:
+            handle.truncate(index.stat().st_size // 2)
+
+    assert await _reopened_index_size(tmp_path, truncate) == (4, 1)
+
+
+async def test_stale_index_is_rebuilt(tmp_path: Path) -> None:
+    def add_rows_behind_its_back(index: Path, sidecar: Path) -> None:
+        with sqlite3.connect(tmp_path / "memory.db") as db:
+            db.execute("INSERT INTO embeddings SELECT 'fact', 99, agent_id, model, "
+                       "content_hash, vector FROM embeddings LIMIT 1")
+
+    assert await _reopened_index_size(tmp_path, add_rows_behind_its_back) == (5, 1)
+
+
+async def test_index_of_another_model_is_rebuilt(tmp_path: Path) -> None:
+    def other_model(index: Path, sidecar: Path) -> None:
+        meta = json.loads(sidecar.read_text())
+        sidecar.write_text(json.dumps({**meta, "model": "something-else"}))
+
+    assert await _reopened_index_size(tmp_path, other_model) == (4, 1)
+
+
+async def test_index_files_are_named_safely_for_any_agent_id(tmp_path: Path) -> None:
+    store = await Store.open(tmp_path, RenamedEmbedder("fake-a"), start_worker=False)
+    weird = "../../etc/passwd\x00 ünïcode/\\:*?"
+    await fill(store, weird)
+    await store.worker.drain()
+    index_path, _ = store.vectors.paths(weird)
+    assert index_path.parent == tmp_path / "vectors" and index_path.is_file()
+    await store.close()

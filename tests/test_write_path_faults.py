@@ -1,0 +1,157 @@
+"""The write path under faults: a crash with signals pending, and a core model that
+answers well, fenced, with garbage, or too slowly."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+import openai
+
+from proxy.memory_service import build_memory
+from tests.fake_upstream import FakeUpstream
+from tests.proxy_server import ProxyServer, free_port
+from tests.test_memory_e2e import memory_settings, post, search, wait_for
+
+ROOT = Path(__file__).resolve().parent.parent
+
+GOOD = {
+    "episode": {
+        "summary": "Ivy introduced herself and talked about her cat Miso.",
+        "topics": ["introductions", "pets"],
+        "entities": ["Ivy", "Miso"],
+        "decisions": [],
+        "action_items": [],
+        "salience": 0.7,
+    },
+    "pinned_candidates": [{"content": "User's cat is named Miso", "salience": 0.6, "tags": []}],
+    "identity_facts": ["User's name is Ivy"],
+}
+TURNS = [{"user": "I'm Ivy and my cat is Miso.", "assistant": "Hi Ivy!"}]
+
+
+def ingest(server: ProxyServer, conversation: str) -> dict:
+    response = post(
+        server,
+        "/memory/ingest",
+        {"agent_id": "ivy", "conversation_id": conversation, "turns": TURNS},
+    )
+    assert response.status_code == 200, response.text
+    return response.json()["distillation"]
+
+
+def llm_proxy(fake: FakeUpstream, tmp_path, **overrides) -> ProxyServer:
+    settings = memory_settings(fake, tmp_path, core_model="fake-core-model", **overrides)
+    return ProxyServer(settings, memory_factory=build_memory)
+
+
+def test_llm_distiller_good_and_fenced_answers(fake_upstream, tmp_path):
+    with llm_proxy(fake_upstream, tmp_path) as server:
+        fake_upstream.reply(json.dumps(GOOD), stream=False)
+        outcome = ingest(server, "c1")
+        assert outcome["status"] == "distilled", outcome
+        assert outcome["facts_added"] == 2 and outcome["episode_id"]
+        call = fake_upstream.requests[-1].json
+        assert call["model"] == "fake-core-model"
+        assert call["response_format"]["type"] == "json_schema"
+
+        fenced = dict(GOOD, identity_facts=["User's name is Ivy", "User lives in Lisbon"])
+        fake_upstream.reply("Here you go:\n```json\n" + json.dumps(fenced) + "\n```", stream=False)
+        outcome = ingest(server, "c2")
+        assert outcome["status"] == "distilled", outcome
+        assert outcome["facts_merged"] >= 1 and outcome["facts_added"] >= 1
+        found = search(server, "ivy", "Lisbon", scope="pinned")
+        assert any("Lisbon" in r["text"] for r in found)
+
+
+def test_garbage_is_retried_then_dead_lettered_never_dropped(fake_upstream, tmp_path):
+    with llm_proxy(fake_upstream, tmp_path, distill_max_attempts=2) as server:
+        fake_upstream.reply("I'd rather not answer in JSON.", stream=False)
+        outcome = ingest(server, "c1")
+        assert outcome["status"] == "failed" and outcome["reason"]
+        assert outcome["retry_in_seconds"] > 0
+        health = httpx.get(server.url + "/health").json()
+        assert health["memory"]["pending_signals"] == 1
+        fake_upstream.reply("still not json", stream=False)
+        # More turns of the same conversation: the session's second attempt, which
+        # dead-letters both its turns with the reason.
+        outcome = ingest(server, "c1")
+        assert outcome["status"] == "dead_lettered"
+        assert "JSON" in outcome["reason"]
+        health = httpx.get(server.url + "/health").json()
+        assert health["memory"]["dead_signals"] == 2
+        assert health["memory"]["pending_signals"] == 0
+
+
+def test_slow_core_model_times_out_and_proxy_keeps_serving(fake_upstream, tmp_path):
+    with llm_proxy(fake_upstream, tmp_path, core_timeout_seconds=1) as server:
+        fake_upstream.stall(4)
+        started = time.monotonic()
+        outcome = ingest(server, "c1")
+        assert time.monotonic() - started < 3.5
+        assert outcome["status"] == "failed"
+        assert "time" in outcome["reason"].lower()
+        client = openai.OpenAI(base_url=server.base_url, api_key="x", max_retries=0)
+        reply = client.chat.completions.create(
+            model="m", messages=[{"role": "user", "content": "still there?"}]
+        )
+        assert reply.choices[0].message.content == "echo: still there?"
+
+
+def _serve(fake: FakeUpstream, data_dir: Path, port: int, debounce: int) -> subprocess.Popen:
+    return subprocess.Popen(
+        [sys.executable, "-m", "proxy.cli", "serve", "--port", str(port),
+         "--upstream-url", fake.base_url, "--data-dir", str(data_dir),
+         "--embedding-backend", "hashing", "--summary-debounce-seconds", str(debounce),
+         "--log-level", "warning"],
+        cwd=ROOT, env=dict(os.environ), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )
+
+
+def test_signals_pending_at_a_crash_are_distilled_after_restart(fake_upstream, tmp_path):
+    port = free_port()
+    url = f"http://127.0.0.1:{port}"
+    data_dir = tmp_path / "data"
+
+    def up() -> bool:
+        try:
+            return httpx.get(url + "/health", timeout=1).status_code == 200
+        except httpx.HTTPError:
+            return False
+
+    proc = _serve(fake_upstream, data_dir, port, debounce=3600)
+    try:
+        wait_for(up, timeout=30)
+        client = openai.OpenAI(
+            base_url=url + "/v1", api_key="x", max_retries=0,
+            default_headers={"X-Agent-Id": "jo", "X-Session-Id": "s"},
+        )
+        client.chat.completions.create(
+            model="m", messages=[{"role": "user", "content": "My name is Jo and I live in Oslo."}]
+        )
+        wait_for(lambda: httpx.get(url + "/health").json()["memory"]["pending_signals"] == 1)
+    finally:
+        proc.send_signal(signal.SIGKILL)  # a crash: no shutdown flush
+        proc.wait(10)
+
+    proc = _serve(fake_upstream, data_dir, port, debounce=3600)
+    try:
+        wait_for(up, timeout=30)
+        memory = wait_for(
+            lambda: (m := httpx.get(url + "/health").json()["memory"])["pending_signals"] == 0
+            and m
+        )
+        assert memory["facts"] >= 2
+        found = httpx.post(
+            url + "/memory/search", json={"agent_id": "jo", "query": "Oslo", "scope": "pinned"}
+        ).json()["results"]
+        assert any("Oslo" in r["text"] for r in found)
+    finally:
+        proc.terminate()
+        proc.wait(20)
