@@ -1,7 +1,7 @@
 """The settings table as Markdown for README.md.
 
-    python -m config.docs            print the table
-    python -m config.docs README.md  rewrite the table between the README's markers
+python -m config.docs            print the table
+python -m config.docs README.md  rewrite the table between the README's markers
 """
 
 from __future__ import annotations

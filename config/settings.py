@@ -104,6 +104,13 @@ class Settings:
         "llm (a short classification call to the core model).",
         choices=("off", "heuristic", "llm"),
     )
+    gate_probe_threshold: float = _setting(
+        0.45,
+        "Retrieval evidence (cosine similarity) from which a question the lexical rules miss "
+        "still gets memory; calibrated for wordllama.",
+        low=0,
+        high=1,
+    )
     memory_budget_tokens: int = _setting(
         800, "Most tokens of memory injected into one request.", low=100, high=4000
     )

@@ -34,9 +34,8 @@ PRIMARY_SCOPE: dict[str, Scope] = {
     "transcript": "transcript",
 }
 CANDIDATES_PER_SCOPE = 40
-# A secondary-scope item joins only when it is nearly as good as the best primary one,
-# or was found by both BM25 and vectors.
-SECONDARY_MIN_FUSED = 0.5
+# How many of the gate's own section's best items go first, whatever their score.
+PRIMARY_LEAD = 3
 
 
 @dataclass
@@ -121,27 +120,22 @@ class Planner:
     async def _candidates(
         self, agent_id: str, query: str, decision: GateDecision
     ) -> list[PlannedItem]:
+        """The gate's section leads with its best few items; after them, every section's
+        items compete on the hybrid score, so the budget goes where the evidence is."""
         primary_scope = PRIMARY_SCOPE.get(decision.section, "episodes")
         primary = await search(
             self.store, agent_id, query, scope=primary_scope, top_k=CANDIDATES_PER_SCOPE
         )
-        others = await search(self.store, agent_id, query, top_k=CANDIDATES_PER_SCOPE)
-        best = primary[0].score if primary else 0.0
-        seen = {(r.item_type, r.item_id) for r in primary}
-        secondary = [
-            r
-            for r in others
-            if (r.item_type, r.item_id) not in seen
-            and (
-                r.score >= max(SECONDARY_MIN_FUSED, 0.8 * best)
-                or (r.components.get("bm25", 0) and r.components.get("vector", 0))
-            )
-        ]
-        items = []
-        for result in [*primary, *secondary]:
+        everything = await search(self.store, agent_id, query, top_k=CANDIDATES_PER_SCOPE)
+        ordered = [*primary[:PRIMARY_LEAD], *everything, *primary[PRIMARY_LEAD:]]
+        items: list[PlannedItem] = []
+        seen: set[tuple[str, int]] = set()
+        for result in ordered:
+            key = (result.item_type, result.item_id)
             kind, line = _line(result)
-            if kind == "identity":
-                continue  # identity facts are added whole, apart from the ranking
+            if key in seen or kind == "identity":  # identity facts are added whole, apart
+                continue
+            seen.add(key)
             items.append(
                 PlannedItem(kind, result.item_type, result.item_id, line, result.score, result.at)
             )
@@ -173,7 +167,7 @@ class Planner:
             by_kind.setdefault(item.kind, []).append(item)
         # Conversation lines read best in time order; facts in rank order.
         for kind in ("episode", "transcript"):
-            by_kind.get(kind, []).sort(key=lambda i: (i.at or 0.0))
+            by_kind.get(kind, []).sort(key=lambda i: i.at or 0.0)
         return self._template.render(
             today=datetime.fromtimestamp(now, UTC).strftime("%A, %Y-%m-%d"),
             fence_open=FENCE_OPEN,

@@ -90,11 +90,12 @@ def lexical_decision(cues: Cues) -> GateDecision | None:
 
 
 class HeuristicGate:
-    """Lexical rules first; for a first-person question they miss, a retrieval probe.
+    """Lexical rules first; for a question they miss, a retrieval probe.
 
-    probe_threshold: the probe strength (best normalised hybrid score) from which memory
-    is injected. 0.6 is a starting point only: scores depend on the embedder and the
-    store, so the caller calibrates it (e.g. on LoCoMo questions against chit-chat).
+    probe_threshold: the probe strength (best cosine similarity among the top hybrid
+    results) from which memory is injected. It depends on the embedder: the default
+    `gate_probe_threshold` setting was calibrated for wordllama on LoCoMo questions
+    against general-knowledge prompts (see README, Evaluation).
     probe_timeout: seconds the probe may take before the gate gives up and injects
     nothing, so that a slow store never holds up a chat.
     """
@@ -113,7 +114,9 @@ class HeuristicGate:
         decision = lexical_decision(cues)
         if decision is not None:
             return decision
-        if context.probe is not None and cues.first_person and cues.is_question:
+        # Questions about people and events ("When did Caroline move?") deserve memory as
+        # much as first-person ones when the store holds strong evidence for them.
+        if context.probe is not None and cues.is_question:
             return await self._probe(scan_window(message), context.probe)
         return NO_CUE
 
@@ -143,19 +146,19 @@ class AlwaysGate:
         return GateDecision(decision.section, f"gate off: {decision.reason}")
 
 
-def make_gate(mode: str, *, core: CoreModel | None = None) -> Gate:
+def make_gate(mode: str, *, core: CoreModel | None = None, probe_threshold: float = 0.6) -> Gate:
     """The gate for the `relevance_gate_mode` setting."""
     if mode == "off":
         return AlwaysGate()
     if mode == "heuristic":
-        return HeuristicGate()
+        return HeuristicGate(probe_threshold)
     if mode == "llm":
         if core is None:
             raise SettingError(
                 "relevance_gate_mode 'llm' needs the core model client; pass core=..., "
                 "or set relevance_gate_mode to 'heuristic'"
             )
-        return LLMGate(core, HeuristicGate())
+        return LLMGate(core, HeuristicGate(probe_threshold))
     raise SettingError(
         f"unknown relevance_gate_mode {mode!r}: use one of off, heuristic, llm",
         param="relevance_gate_mode",

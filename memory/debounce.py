@@ -54,9 +54,7 @@ class DebounceScheduler:
             timer.cancel()
         self._start(key)
 
-    async def run_now(
-        self, agent_id: str, session_id: int, run: RunSession | None = None
-    ) -> None:
+    async def run_now(self, agent_id: str, session_id: int, run: RunSession | None = None) -> None:
         """Distil the session and wait for it (after any run already in flight); `run`
         replaces the scheduler's own coroutine for a caller that wants the outcome."""
         key = (agent_id, session_id)

@@ -165,15 +165,16 @@ class WritePath:
                 retry_in_seconds=wait,
             )
         turns = [
-            Turn(s.user_text, s.assistant_text, datetime.fromtimestamp(s.at, UTC))
-            for s in signals
+            Turn(s.user_text, s.assistant_text, datetime.fromtimestamp(s.at, UTC)) for s in signals
         ]
         context = SessionInput(
             agent_id=agent_id,
             session_id=str(session_id),
             turns=turns,
             session_date=session_date or turns[0].at,
-            known_identity=[f.content for f in await self.store.current_facts(agent_id, "identity")],
+            known_identity=[
+                f.content for f in await self.store.current_facts(agent_id, "identity")
+            ],
             recent_episodes=[
                 e.summary
                 for e in await self.store.recent_episodes(agent_id, RECENT_EPISODES_FOR_CONTEXT)
@@ -220,8 +221,13 @@ class WritePath:
             {"reason": reason, "attempts": attempts, "retry_in_seconds": wait},
             session_id=session_id,
         )
-        log.warning("distilling session %s of %s failed (%s); retry in %ss",
-                    session_id, agent_id, reason, wait)
+        log.warning(
+            "distilling session %s of %s failed (%s); retry in %ss",
+            session_id,
+            agent_id,
+            reason,
+            wait,
+        )
         return DistillOutcome("failed", reason, retry_in_seconds=wait)
 
     async def _apply(
@@ -256,7 +262,10 @@ class WritePath:
                 outcome.facts_merged += 1
             elif action.action == "supersede" and action.existing_id is not None:
                 await self.store.supersede_fact(
-                    agent_id, action.existing_id, action.draft, source_session_id=session_id,
+                    agent_id,
+                    action.existing_id,
+                    action.draft,
+                    source_session_id=session_id,
                     at=last_at,
                 )
                 outcome.facts_superseded += 1

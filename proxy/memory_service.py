@@ -15,10 +15,12 @@ from config.settings import Settings
 from gate.planner import Planner
 from gate.read_path import ReadPath
 from gate.relevance import make_gate
+from gate.relevance_types import GateContext
+from gate.tokens import count_tokens
 from memory.distill.llm import LLMDistiller
 from memory.distill.protocol import Distiller
 from memory.distill.rules import RuleDistiller, slot_of
-from memory.embedders import make_embedder
+from memory.embedders import Embedder, OpenAIEmbedder, make_embedder
 from memory.models import Turn
 from memory.store import Store
 from memory.turns import history_turns, session_fingerprint
@@ -55,10 +57,14 @@ class MemoryService:
                 self.reader.prepare(agent_id, messages), READ_PATH_TIMEOUT_SECONDS
             )
         except Exception as exc:  # fail open: the chat must go through without memory
-            log.warning("memory read failed for agent %s, forwarding without memory: %r",
-                        agent_id, exc)
-            plan.headers = {"X-Memory-Section": "error", "X-Memory-Tokens": "0",
-                            "X-Memory-Items": "0"}
+            log.warning(
+                "memory read failed for agent %s, forwarding without memory: %r", agent_id, exc
+            )
+            plan.headers = {
+                "X-Memory-Section": "error",
+                "X-Memory-Tokens": "0",
+                "X-Memory-Items": "0",
+            }
             return plan
         plan.headers = result.headers()
         if result.messages is not None and result.block is not None:
@@ -97,7 +103,9 @@ class MemoryService:
 
 def make_distiller(settings: Settings, upstream: Upstream) -> Distiller:
     if settings.core_model:
-        return LLMDistiller(CoreModelClient(upstream, settings), timeout=settings.core_timeout_seconds)
+        return LLMDistiller(
+            CoreModelClient(upstream, settings), timeout=settings.core_timeout_seconds
+        )
     return RuleDistiller()
 
 
@@ -124,7 +132,11 @@ async def build_memory(
     core = CoreModelClient(upstream, settings) if settings.core_model else None
     reader = ReadPath(
         store,
-        make_gate(settings.relevance_gate_mode, core=core),
+        make_gate(
+            settings.relevance_gate_mode,
+            core=core,
+            probe_threshold=settings.gate_probe_threshold,
+        ),
         Planner(
             store,
             budget_tokens=settings.memory_budget_tokens,
@@ -132,5 +144,19 @@ async def build_memory(
         ),
         settings.injection,
     )
+    await _warm_up(embedder, reader)
     service = MemoryService(store, writer, reader)
     return service, service.close
+
+
+async def _warm_up(embedder: Embedder, reader: ReadPath) -> None:
+    """Load the tokenizer, the spaCy pipelines and the local embedding model at start-up,
+    so that the first chat request does not pay a second or more for them."""
+
+    def load() -> None:
+        count_tokens("warm up")
+        if not isinstance(embedder, OpenAIEmbedder):
+            embedder.embed(["warm up"])
+
+    await asyncio.to_thread(load)
+    await reader.gate.decide("warm up", GateContext())

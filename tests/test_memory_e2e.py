@@ -73,7 +73,8 @@ def user_text_seen_upstream(fake: FakeUpstream) -> str:
 def test_chat_turns_become_facts_after_debounce(memory_proxy, fake_upstream):
     client = sdk(memory_proxy, "alice", "s1")
     client.chat.completions.create(
-        model="m", messages=[{"role": "user", "content": "Hi! My name is Alice and I live in Berlin."}]
+        model="m",
+        messages=[{"role": "user", "content": "Hi! My name is Alice and I live in Berlin."}],
     )
     stream = client.chat.completions.create(
         model="m",
@@ -170,8 +171,11 @@ def test_ingest_reports_supersession(memory_proxy):
         response = post(
             memory_proxy,
             "/memory/ingest",
-            {"agent_id": "erin", "conversation_id": conversation,
-             "turns": [{"user": text, "assistant": "Noted."}]},
+            {
+                "agent_id": "erin",
+                "conversation_id": conversation,
+                "turns": [{"user": text, "assistant": "Noted."}],
+            },
         )
         assert response.status_code == 200, response.text
         return response.json()["distillation"]
@@ -189,8 +193,11 @@ def test_preview_shows_decision_and_block_without_calling_upstream(memory_proxy,
     post(
         memory_proxy,
         "/memory/ingest",
-        {"agent_id": "finn", "conversation_id": "c",
-         "turns": [{"user": "My name is Finn.", "assistant": "Hi Finn"}]},
+        {
+            "agent_id": "finn",
+            "conversation_id": "c",
+            "turns": [{"user": "My name is Finn.", "assistant": "Hi Finn"}],
+        },
     )
     before = len(fake_upstream.requests)
     response = post(
@@ -212,12 +219,26 @@ def test_preview_shows_decision_and_block_without_calling_upstream(memory_proxy,
         ("/memory/ingest", {"agent_id": "a", "turns": [{"user": "x"}]}, "conversation_id"),
         ("/memory/ingest", {"agent_id": "a", "conversation_id": "c"}, "turns"),
         ("/memory/ingest", {"agent_id": "a", "conversation_id": "c", "turns": ["x"]}, "turns[0]"),
-        ("/memory/ingest", {"agent_id": "a", "conversation_id": "c",
-                            "turns": [{"user": "x", "date": "soon"}]}, "turns[0].date"),
-        ("/memory/ingest", {"agent_id": "a", "conversation_id": "c", "turns": [{"user": "x"}],
-                            "session_date": 12}, None),
-        ("/memory/ingest", {"agent_id": "a", "conversation_id": "c", "turns": [{"user": "x"}],
-                            "skip_extraction": "no"}, "skip_extraction"),
+        (
+            "/memory/ingest",
+            {"agent_id": "a", "conversation_id": "c", "turns": [{"user": "x", "date": "soon"}]},
+            "turns[0].date",
+        ),
+        (
+            "/memory/ingest",
+            {"agent_id": "a", "conversation_id": "c", "turns": [{"user": "x"}], "session_date": 12},
+            None,
+        ),
+        (
+            "/memory/ingest",
+            {
+                "agent_id": "a",
+                "conversation_id": "c",
+                "turns": [{"user": "x"}],
+                "skip_extraction": "no",
+            },
+            "skip_extraction",
+        ),
         ("/memory/search", {"agent_id": "a"}, "query"),
         ("/memory/search", {"agent_id": "a", "query": "x", "scope": "everything"}, "scope"),
         ("/memory/search", {"agent_id": "a", "query": "x", "top_k": 0}, "top_k"),
@@ -240,11 +261,24 @@ def test_search_survives_hostile_queries(memory_proxy):
     post(
         memory_proxy,
         "/memory/ingest",
-        {"agent_id": "gus", "conversation_id": "c",
-         "turns": [{"user": "I love NEAR field radio and AND gates.", "assistant": "ok"}]},
+        {
+            "agent_id": "gus",
+            "conversation_id": "c",
+            "turns": [{"user": "I love NEAR field radio and AND gates.", "assistant": "ok"}],
+        },
     )
-    for query in ['"unbalanced', "NEAR(a b)", "a AND OR NOT", "(((", "*", "x" * 10_000,
-                  "über café 日本語 🚀", "", "col:value", "^start"]:
+    for query in [
+        '"unbalanced',
+        "NEAR(a b)",
+        "a AND OR NOT",
+        "(((",
+        "*",
+        "x" * 10_000,
+        "über café 日本語 🚀",
+        "",
+        "col:value",
+        "^start",
+    ]:
         response = post(memory_proxy, "/memory/search", {"agent_id": "gus", "query": query})
         assert response.status_code in (200, 400), (query[:20], response.text)
     assert search(memory_proxy, "nobody-here", "anything") == []

@@ -14,9 +14,7 @@ from gate.tokens import count_tokens
 NOW = 1_715_000_000.0
 _planner = Planner(store=None, budget_tokens=800, identity_max_facts=20)  # type: ignore[arg-type]
 
-lines = st.text(
-    alphabet=st.characters(blacklist_categories=("Cs",)), min_size=1, max_size=400
-)
+lines = st.text(alphabet=st.characters(blacklist_categories=("Cs",)), min_size=1, max_size=400)
 
 
 def _items(kind: str, texts: list[str]) -> list[PlannedItem]:
@@ -75,9 +73,13 @@ def test_multimodal_gets_a_text_part_and_tool_results_are_left_alone():
     image = {"type": "image_url", "image_url": {"url": "data:image/png;base64,AA"}}
     messages = [
         {"role": "user", "content": [{"type": "text", "text": "what is it?"}, image]},
-        {"role": "assistant", "content": None, "tool_calls": [{"id": "c", "type": "function",
-                                                               "function": {"name": "f",
-                                                                            "arguments": "{}"}}]},
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [
+                {"id": "c", "type": "function", "function": {"name": "f", "arguments": "{}"}}
+            ],
+        },
         {"role": "tool", "tool_call_id": "c", "content": "result"},
     ]
     out = inject(messages, BLOCK, "user_prefix")

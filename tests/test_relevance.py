@@ -167,14 +167,21 @@ async def test_the_threshold_is_the_callers_to_set() -> None:
 
 
 @pytest.mark.parametrize(
-    "message",
-    ["What's 2 + 2?", "Explain how TCP works", "I booked a hotel.", "Tell them the news"],
+    "message", ["Explain how TCP works", "I booked a hotel.", "Tell them the news"]
 )
-async def test_the_probe_is_only_asked_about_first_person_questions(message: str) -> None:
+async def test_the_probe_is_only_asked_about_questions(message: str) -> None:
     probe = Probe(1.0)
     decision = await HeuristicGate().decide(message, GateContext(probe=probe))
     assert decision.section == "none"
     assert probe.asked == []
+
+
+async def test_third_person_questions_are_probed_too() -> None:
+    gate = HeuristicGate(probe_threshold=0.45)
+    strong = await gate.decide("When did Caroline move to Sweden?", GateContext(probe=Probe(0.6)))
+    assert strong.section == "episode"
+    weak = await gate.decide("What's 2 + 2?", GateContext(probe=Probe(0.2)))
+    assert weak.section == "none"
 
 
 async def test_lexical_rules_answer_before_the_probe() -> None:

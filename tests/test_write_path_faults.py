@@ -106,11 +106,28 @@ def test_slow_core_model_times_out_and_proxy_keeps_serving(fake_upstream, tmp_pa
 
 def _serve(fake: FakeUpstream, data_dir: Path, port: int, debounce: int) -> subprocess.Popen:
     return subprocess.Popen(
-        [sys.executable, "-m", "proxy.cli", "serve", "--port", str(port),
-         "--upstream-url", fake.base_url, "--data-dir", str(data_dir),
-         "--embedding-backend", "hashing", "--summary-debounce-seconds", str(debounce),
-         "--log-level", "warning"],
-        cwd=ROOT, env=dict(os.environ), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        [
+            sys.executable,
+            "-m",
+            "proxy.cli",
+            "serve",
+            "--port",
+            str(port),
+            "--upstream-url",
+            fake.base_url,
+            "--data-dir",
+            str(data_dir),
+            "--embedding-backend",
+            "hashing",
+            "--summary-debounce-seconds",
+            str(debounce),
+            "--log-level",
+            "warning",
+        ],
+        cwd=ROOT,
+        env=dict(os.environ),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
     )
 
 
@@ -129,7 +146,9 @@ def test_signals_pending_at_a_crash_are_distilled_after_restart(fake_upstream, t
     try:
         wait_for(up, timeout=30)
         client = openai.OpenAI(
-            base_url=url + "/v1", api_key="x", max_retries=0,
+            base_url=url + "/v1",
+            api_key="x",
+            max_retries=0,
             default_headers={"X-Agent-Id": "jo", "X-Session-Id": "s"},
         )
         client.chat.completions.create(
@@ -144,8 +163,7 @@ def test_signals_pending_at_a_crash_are_distilled_after_restart(fake_upstream, t
     try:
         wait_for(up, timeout=30)
         memory = wait_for(
-            lambda: (m := httpx.get(url + "/health").json()["memory"])["pending_signals"] == 0
-            and m
+            lambda: (m := httpx.get(url + "/health").json()["memory"])["pending_signals"] == 0 and m
         )
         assert memory["facts"] >= 2
         found = httpx.post(
