@@ -171,7 +171,7 @@ class VectorIndexes:
         # ranking. A smaller expansion_add makes bulk (re)builds several times faster for a
         # small recall cost, which expansion_search buys back at query time.
         return Index(
-            ndim=self.dim, metric="cos", dtype="f16", expansion_add=64, expansion_search=128
+            ndim=self.dim, metric="cos", dtype="f16", expansion_add=32, expansion_search=128
         )
 
 

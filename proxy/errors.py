@@ -43,6 +43,7 @@ def _on_http_exception(
     request: Request[Any, Any, Any], exc: HTTPException
 ) -> Response[dict[str, Any]]:
     status = exc.status_code
+    code: str | None
     if isinstance(exc, ValidationException) or status == 400:
         message = f"invalid request: {exc.detail}"
         kind, code = "invalid_request_error", "invalid_request"
@@ -80,7 +81,7 @@ def _on_unexpected(request: Request[Any, Any, Any], exc: Exception) -> Response[
     )
 
 
-EXCEPTION_HANDLERS: dict[type[Exception], Any] = {
+EXCEPTION_HANDLERS: Any = {
     MnemoError: _on_mnemo_error,
     HTTPException: _on_http_exception,
     Exception: _on_unexpected,

@@ -119,6 +119,9 @@ async def build_memory(
         url=settings.embedding_url or settings.upstream_url,
         api_key=settings.upstream_api_key,
     )
+    if isinstance(embedder, OpenAIEmbedder):
+        # A remote model's size is learned by one request: not on the event loop.
+        await asyncio.to_thread(lambda: embedder.dim)
     store = await Store.open(settings.data_dir, embedder)
     writer = WritePath(
         store,

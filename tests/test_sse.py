@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 
 from hypothesis import given
@@ -32,7 +33,7 @@ STREAM = (
 def test_reassembly_is_independent_of_chunk_boundaries(cuts):
     tee = StreamTee()
     bounds = [0, *sorted(cuts), len(STREAM)]
-    for start, end in zip(bounds, bounds[1:], strict=False):
+    for start, end in itertools.pairwise(bounds):
         tee.feed(STREAM[start:end])
     reply = tee.reply()
     assert reply.content == "Hello ✓"

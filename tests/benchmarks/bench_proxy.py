@@ -25,7 +25,7 @@ from tests.benchmarks.proc import fake_upstream_process, proxy_process
 
 def percentile(values: list[float], q: float) -> float:
     ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(round(q * (len(ordered) - 1))))]
+    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
 
 
 async def _one(
@@ -127,13 +127,16 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--requests", type=int, default=600)
     args = parser.parse_args(argv)
-    with tempfile.TemporaryDirectory() as tmp, fake_upstream_process() as upstream:
-        with proxy_process(upstream, Path(tmp) / "data") as proxy:
-            rows = compare(
-                upstream + "/chat/completions",
-                proxy + "/v1/chat/completions",
-                requests=args.requests,
-            )
+    with (
+        tempfile.TemporaryDirectory() as tmp,
+        fake_upstream_process() as upstream,
+        proxy_process(upstream, Path(tmp) / "data") as proxy,
+    ):
+        rows = compare(
+            upstream + "/chat/completions",
+            proxy + "/v1/chat/completions",
+            requests=args.requests,
+        )
     print_rows("pass-through (no X-Agent-Id)", rows)
     return {"pass_through": rows}
 
