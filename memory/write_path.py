@@ -21,6 +21,7 @@ from memory.distill.breaker import CircuitBreaker
 from memory.distill.protocol import Distiller
 from memory.facts import KnownFact, plan_fact_updates
 from memory.models import Distillation, SessionInput, Turn
+from memory.redact import redact_secrets
 from memory.store import Store
 
 log = logging.getLogger("mnemoproxy.write")
@@ -295,6 +296,11 @@ def _ts(moment: datetime | None) -> float | None:
 def _stamped(
     turns: Sequence[tuple[int, Turn]], default: datetime | None = None
 ) -> list[tuple[int, Turn]]:
-    """Every turn with a time: its own, else the default, else now."""
+    """Every turn as it is stored: credentials redacted (memory is replayed into later
+    prompts, so a pasted key must not travel with it), and with a time: its own, else the
+    default, else now."""
     now = datetime.now(UTC)
-    return [(i, t if t.at else Turn(t.user, t.assistant, default or now)) for i, t in turns]
+    return [
+        (i, Turn(redact_secrets(t.user), redact_secrets(t.assistant), t.at or default or now))
+        for i, t in turns
+    ]

@@ -16,7 +16,7 @@ from memory.distill.breaker import CircuitBreaker
 from memory.distill.llm import LLMDistiller
 from memory.distill.parse import DISTILLATION_SCHEMA
 from memory.distill.protocol import Distiller, DistillError
-from memory.distill.redact import looks_like_secret, redact_secrets
+from memory.redact import looks_like_secret, redact_secrets
 from memory.models import SessionInput, Turn
 
 

@@ -303,3 +303,14 @@ def test_memory_failure_fails_open(fake_upstream, tmp_path):
         assert raw.parse().choices[0].message.content == "echo: What's my name?"
         assert raw.headers["x-memory-section"] == "error"
         assert fake_upstream.requests[-1].json["messages"] == messages
+
+
+def test_credentials_are_redacted_before_storage(memory_proxy):
+    key = "sk-proj-" + "A1b2C3d4E5f6G7h8I9j0K1l2"
+    client = sdk(memory_proxy, "kim", "keys")
+    client.chat.completions.create(
+        model="m", messages=[{"role": "user", "content": f"My OpenAI key is {key}, keep it."}]
+    )
+    found = wait_for(lambda: search(memory_proxy, "kim", "OpenAI key", scope="transcript"))
+    stored = " ".join(r["text"] for r in found)
+    assert key not in stored and "[redacted]" in stored
