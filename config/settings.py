@@ -142,6 +142,18 @@ class Settings:
     def __post_init__(self) -> None:
         for f in dataclasses.fields(self):
             _validate(f, getattr(self, f.name))
+        if self.relevance_gate_mode == "llm" and not self.core_model:
+            raise SettingError(
+                "setting relevance_gate_mode=llm needs core_model: set core_model to a model "
+                "the upstream serves, or use relevance_gate_mode=heuristic",
+                param="relevance_gate_mode",
+            )
+        if self.embedding_backend == "openai" and not self.embedding_model:
+            raise SettingError(
+                "setting embedding_backend=openai needs embedding_model (for example "
+                "text-embedding-3-small), or choose embedding_backend=wordllama",
+                param="embedding_model",
+            )
 
     def public(self) -> dict[str, Any]:
         """The settings with secrets masked, for logs and /health."""

@@ -182,15 +182,12 @@ CREATE TRIGGER transcript_fts_update AFTER UPDATE OF content ON transcript BEGIN
 END;
 """
 
-# Consolidation raises a confirmed fact's salience once; this records that it did.
-_M003_PROMOTION = """
-ALTER TABLE facts ADD COLUMN promoted_at REAL;
-"""
 
 MIGRATIONS: tuple[Migration, ...] = (
     ("m001_initial", _M001_TABLES),
     ("m002_full_text_search", _M002_FTS),
-    ("m003_fact_promotion", _M003_PROMOTION),
+    # Consolidation raises a confirmed fact's salience once; promoted_at records that it did.
+    ("m003_fact_promotion", "ALTER TABLE facts ADD COLUMN promoted_at REAL;"),
 )
 
 

@@ -14,7 +14,7 @@ from typing import Any
 from config.settings import Settings
 from gate.planner import Planner
 from gate.read_path import ReadPath
-from gate.relevance import make_gate
+from gate.relevance import HeuristicGate, make_gate
 from gate.relevance_types import GateContext
 from gate.tokens import count_tokens
 from memory.distill.llm import LLMDistiller
@@ -147,12 +147,12 @@ async def build_memory(
         ),
         settings.injection,
     )
-    await _warm_up(embedder, reader)
+    await _warm_up(embedder)
     service = MemoryService(store, writer, reader)
     return service, service.close
 
 
-async def _warm_up(embedder: Embedder, reader: ReadPath) -> None:
+async def _warm_up(embedder: Embedder) -> None:
     """Load the tokenizer, the spaCy pipelines and the local embedding model at start-up,
     so that the first chat request does not pay a second or more for them."""
 
@@ -162,4 +162,5 @@ async def _warm_up(embedder: Embedder, reader: ReadPath) -> None:
             embedder.embed(["warm up"])
 
     await asyncio.to_thread(load)
-    await reader.gate.decide("warm up", GateContext())
+    # Whatever the gate mode, the lexical scanner is used (directly or as the fallback).
+    HeuristicGate().lexical("warm up", GateContext())

@@ -221,7 +221,7 @@ class CoreModelClient:
         if json_schema is not None:
             body["response_format"] = {
                 "type": "json_schema",
-                "json_schema": {"name": "distillation", "schema": json_schema, "strict": True},
+                "json_schema": {"name": "response", "schema": json_schema, "strict": True},
             }
         payload = await self._upstream.post_json(
             "/v1/chat/completions",

@@ -16,8 +16,8 @@ from memory.distill.breaker import CircuitBreaker
 from memory.distill.llm import LLMDistiller
 from memory.distill.parse import DISTILLATION_SCHEMA
 from memory.distill.protocol import Distiller, DistillError
-from memory.redact import looks_like_secret, redact_secrets
 from memory.models import SessionInput, Turn
+from memory.redact import looks_like_secret, redact_secrets
 
 
 class FakeCoreModel:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -314,3 +315,49 @@ def test_credentials_are_redacted_before_storage(memory_proxy):
     found = wait_for(lambda: search(memory_proxy, "kim", "OpenAI key", scope="transcript"))
     stored = " ".join(r["text"] for r in found)
     assert key not in stored and "[redacted]" in stored
+
+
+def test_llm_gate_mode_asks_the_core_model_and_falls_back_on_garbage(fake_upstream, tmp_path):
+    settings = memory_settings(
+        fake_upstream, tmp_path, relevance_gate_mode="llm", core_model="fake-core-model"
+    )
+    with ProxyServer(settings, memory_factory=build_memory) as server:
+        fake_upstream.reply(json.dumps(_LENA_FACTS), stream=False)  # the distiller's call
+        post(
+            server,
+            "/memory/ingest",
+            {
+                "agent_id": "lena",
+                "conversation_id": "c",
+                "turns": [{"user": "My name is Lena.", "assistant": "Hi"}],
+            },
+        )
+        fake_upstream.reset()
+        fake_upstream.reply('{"section": "identity"}', stream=False)  # the gate's call
+        raw = sdk(server, "lena").chat.completions.with_raw_response.create(
+            model="m", messages=[{"role": "user", "content": "Tell me something about me"}]
+        )
+        assert raw.headers["x-memory-section"] == "identity"
+        gate_call, _ = fake_upstream.requests
+        assert gate_call.json["model"] == "fake-core-model"
+        assert "Lena" in user_text_seen_upstream(fake_upstream)
+
+        fake_upstream.reply("no idea", stream=False)  # garbage: the heuristic decides
+        raw = sdk(server, "lena").chat.completions.with_raw_response.create(
+            model="m", messages=[{"role": "user", "content": "Write a haiku about autumn"}]
+        )
+        assert raw.headers["x-memory-section"] == "none"
+
+
+_LENA_FACTS = {
+    "episode": {
+        "summary": "Lena said hello.",
+        "topics": [],
+        "entities": [],
+        "decisions": [],
+        "action_items": [],
+        "salience": 0.4,
+    },
+    "pinned_candidates": [],
+    "identity_facts": ["User's name is Lena"],
+}

@@ -64,6 +64,17 @@ def test_invalid_values_name_the_setting_and_range(source, name):
     assert info.value.param == name
 
 
+def test_settings_that_need_each_other():
+    with pytest.raises(SettingError, match="core_model"):
+        load_settings(cli={"relevance_gate_mode": "llm"}, environ={}, read_default_file=False)
+    with pytest.raises(SettingError, match="embedding_model"):
+        load_settings(cli={"embedding_backend": "openai"}, environ={}, read_default_file=False)
+    s = load_settings(
+        cli={"relevance_gate_mode": "llm", "core_model": "m"}, environ={}, read_default_file=False
+    )
+    assert s.relevance_gate_mode == "llm"
+
+
 def test_unknown_setting_in_file_is_refused(tmp_path):
     config = tmp_path / "m.toml"
     config.write_text("prot = 1\n")

@@ -19,8 +19,8 @@ import jinja2
 from config.errors import UpstreamTimeout
 from memory.distill.parse import DISTILLATION_SCHEMA, parse_distillation
 from memory.distill.protocol import CoreModel
-from memory.redact import looks_like_secret, redact_secrets
 from memory.models import Distillation, EpisodeDraft, FactDraft, SessionInput, Turn
+from memory.redact import looks_like_secret, redact_secrets
 
 log = logging.getLogger(__name__)
 
