@@ -18,22 +18,20 @@ import jinja2
 
 from gate.relevance_types import GateDecision
 from gate.tokens import count_tokens
-from memory.models import Scope
-from memory.search import SearchResult, search
+from memory.search import SearchResult
 from memory.store import Store
 
 TEMPLATES = Path(__file__).parent / "templates"
 FENCE_OPEN = "<recalled_memory>"
 FENCE_CLOSE = "</recalled_memory>"
 
-# Where each gate section looks first; the other scopes follow when evidence is strong.
-PRIMARY_SCOPE: dict[str, Scope] = {
-    "identity": "pinned",
-    "pinned": "pinned",
-    "episode": "episodes",
+# The item type each gate section leads with.
+PRIMARY_TYPE = {
+    "identity": "fact",
+    "pinned": "fact",
+    "episode": "episode",
     "transcript": "transcript",
 }
-CANDIDATES_PER_SCOPE = 40
 # How many of the gate's own section's best items go first, whatever their score.
 PRIMARY_LEAD = 3
 
@@ -82,6 +80,25 @@ def _line(result: SearchResult) -> tuple[str, str]:
     return "transcript", (f"[{date}] " if date else "") + f"{speaker}: {text}"
 
 
+def candidates(results: Sequence[SearchResult], decision: GateDecision) -> list[PlannedItem]:
+    """The gate's section leads with its best few items; after them, every section's
+    items compete on the hybrid score, so the budget goes where the evidence is."""
+    primary_type = PRIMARY_TYPE.get(decision.section, "episode")
+    primary = [r for r in results if r.item_type == primary_type]
+    items: list[PlannedItem] = []
+    seen: set[tuple[str, int]] = set()
+    for result in [*primary[:PRIMARY_LEAD], *results]:
+        key = (result.item_type, result.item_id)
+        kind, line = _line(result)
+        if key in seen or kind == "identity":  # identity facts are added whole, apart
+            continue
+        seen.add(key)
+        items.append(
+            PlannedItem(kind, result.item_type, result.item_id, line, result.score, result.at)
+        )
+    return items
+
+
 class Planner:
     def __init__(
         self,
@@ -104,9 +121,14 @@ class Planner:
         self._template = env.get_template(template)
 
     async def plan(
-        self, agent_id: str, query: str, decision: GateDecision, now: float | None = None
+        self,
+        agent_id: str,
+        results: Sequence[SearchResult],
+        decision: GateDecision,
+        now: float | None = None,
     ) -> MemoryBlock | None:
-        """The block for this request, or None when the gate said none or nothing fits."""
+        """The block for this request from the hybrid search `results` (every scope, best
+        first), or None when the gate said none or nothing fits."""
         if not decision.inject:
             return None
         now = time.time() if now is None else now
@@ -114,32 +136,7 @@ class Planner:
             PlannedItem("identity", "fact", f.id, _fenced_safe(f.content), f.salience)
             for f in (await self.store.current_facts(agent_id, "identity"))[: self.identity_max]
         ]
-        candidates = await self._candidates(agent_id, query, decision)
-        return self.fit(identity, candidates, now)
-
-    async def _candidates(
-        self, agent_id: str, query: str, decision: GateDecision
-    ) -> list[PlannedItem]:
-        """The gate's section leads with its best few items; after them, every section's
-        items compete on the hybrid score, so the budget goes where the evidence is."""
-        primary_scope = PRIMARY_SCOPE.get(decision.section, "episodes")
-        primary = await search(
-            self.store, agent_id, query, scope=primary_scope, top_k=CANDIDATES_PER_SCOPE
-        )
-        everything = await search(self.store, agent_id, query, top_k=CANDIDATES_PER_SCOPE)
-        ordered = [*primary[:PRIMARY_LEAD], *everything, *primary[PRIMARY_LEAD:]]
-        items: list[PlannedItem] = []
-        seen: set[tuple[str, int]] = set()
-        for result in ordered:
-            key = (result.item_type, result.item_id)
-            kind, line = _line(result)
-            if key in seen or kind == "identity":  # identity facts are added whole, apart
-                continue
-            seen.add(key)
-            items.append(
-                PlannedItem(kind, result.item_type, result.item_id, line, result.score, result.at)
-            )
-        return items
+        return self.fit(identity, candidates(results, decision), now)
 
     def fit(
         self, identity: Sequence[PlannedItem], ranked: Sequence[PlannedItem], now: float

@@ -8,12 +8,16 @@ from typing import Any
 from gate.inject import inject
 from gate.planner import MemoryBlock, Planner
 from gate.relevance_types import Gate, GateContext, GateDecision
-from memory.search import search
+from memory.search import SearchResult, search
 from memory.store import Store
 from memory.turns import latest_user_index, message_text
 
 # The probe looks this far down the hybrid ranking for its strongest vector match.
 PROBE_TOP_K = 3
+# Candidates the planner chooses from: a memory line averages 25-40 tokens, so this is
+# comfortably more than fit in the budget.
+TOKENS_PER_CANDIDATE = 20
+MIN_CANDIDATES, MAX_CANDIDATES = 10, 150
 
 
 @dataclass
@@ -50,6 +54,9 @@ class ReadPath:
         self.gate = gate
         self.planner = planner
         self.injection = injection
+        self.candidates = max(
+            MIN_CANDIDATES, min(MAX_CANDIDATES, planner.budget // TOKENS_PER_CANDIDATE)
+        )
 
     async def prepare(
         self, agent_id: str, messages: list[dict[str, Any]], now: float | None = None
@@ -59,13 +66,24 @@ class ReadPath:
         if not text.strip():
             return ReadResult(GateDecision("none", "no user text to recall for"))
 
-        async def probe(query: str) -> float:
-            results = await search(self.store, agent_id, query, top_k=PROBE_TOP_K)
-            return max((r.components.get("vector", 0.0) for r in results), default=0.0)
+        # One hybrid search serves both the gate's probe and the planner.
+        found: list[SearchResult] | None = None
+
+        async def results() -> list[SearchResult]:
+            nonlocal found
+            if found is None:
+                found = await search(self.store, agent_id, text, top_k=self.candidates)
+            return found
+
+        async def probe(_: str) -> float:
+            top = (await results())[:PROBE_TOP_K]
+            return max((r.components.get("vector", 0.0) for r in top), default=0.0)
 
         context = GateContext(known_entities=await self.store.entity_names(agent_id), probe=probe)
         decision = await self.gate.decide(text, context)
-        block = await self.planner.plan(agent_id, text, decision, now)
+        if not decision.inject:
+            return ReadResult(decision)
+        block = await self.planner.plan(agent_id, await results(), decision, now)
         if block is None:
             return ReadResult(decision)
         return ReadResult(decision, block, inject(messages, block.text, self.injection))

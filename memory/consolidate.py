@@ -29,6 +29,10 @@ What a pass changed is written to the processing log as one "consolidated" event
 agent, with the ids (and, for evicted facts, the content and decayed salience); a pass
 that changes nothing writes nothing, so running twice at the same `now` leaves the
 second run without effect. Agents never mix: every statement names one agent.
+
+Cost: steps 1-3 are one UPDATE each over the agent's rows; step 4 reads the summaries
+once and finds near-duplicates with an exact prefix filter (in a worker thread) instead
+of comparing every pair (tests/benchmarks/bench_consolidate.py measures a pass).
 """
 
 from __future__ import annotations
@@ -94,38 +98,64 @@ def near_duplicate_groups(
     summaries: Sequence[tuple[int, str]], threshold: float = NEAR_DUPLICATE_JACCARD
 ) -> dict[int, list[int]]:
     """{kept id: [ids of its near-duplicates]} for (id, summary) pairs in the order the
-    episodes happened; each summary is compared with the kept ones before it.
+    episodes happened: each summary joins the earliest kept one it near-duplicates, or
+    is kept itself.
 
-    Prefix filtering keeps this near linear: with words ordered rarest first, two sets
-    with Jaccard >= t share a word among the first |x| - ceil(t|x|) + 1 words of each, so
-    only kept episodes indexed under one of those words are compared."""
-    word_sets = [(episode_id, frozenset(normalise(text).split())) for episode_id, text in summaries]
-    frequency = Counter(word for _, words in word_sets for word in words)
-    kept_words: dict[int, frozenset[str]] = {}
-    kept_rank: dict[int, int] = {}
-    by_prefix_word: defaultdict[str, list[int]] = defaultdict(list)
+    Comparing every pair would be quadratic; this is the exact PPJoin filter instead.
+    With each word set ordered rarest word first, two sets with Jaccard >= t share a word
+    among the first |x| - ceil(t|x|) + 1 of each (the prefix), so only kept sets indexed
+    under a word of the prefix are candidates, and a candidate whose shared words so far
+    plus the words left after the match cannot reach the needed overlap is dropped."""
+    word_sets = [(episode_id, normalise(text).split()) for episode_id, text in summaries]
+    frequency = Counter(word for _, words in word_sets for word in set(words))
+    kept: list[tuple[int, frozenset[str]]] = []  # (episode id, words), by rank
+    # word -> (rank of a kept set with the word in its prefix, the word's position there)
+    index: defaultdict[str, list[tuple[int, int]]] = defaultdict(list)
     groups: dict[int, list[int]] = {}
     for episode_id, words in word_sets:
-        if not words:
+        ordered = sorted(set(words), key=lambda word: (frequency[word], word))
+        if not ordered:
             continue
         # A hair under t*|x| so float error can only lengthen the prefix, never miss a pair.
-        prefix_length = len(words) - math.ceil(threshold * len(words) - 1e-9) + 1
-        prefix = sorted(words, key=lambda word: (frequency[word], word))[:prefix_length]
-        candidates = {kept for word in prefix for kept in by_prefix_word[word]}
-        matches = [kept for kept in candidates if _jaccard(kept_words[kept], words) >= threshold]
-        if matches:
-            groups[min(matches, key=kept_rank.__getitem__)].append(episode_id)
+        prefix = ordered[: len(ordered) - math.ceil(threshold * len(ordered) - 1e-9) + 1]
+        rank = _earliest_match(ordered, prefix, kept, index, threshold)
+        if rank is not None:
+            groups.setdefault(kept[rank][0], []).append(episode_id)
             continue
-        kept_words[episode_id] = words
-        kept_rank[episode_id] = len(kept_rank)
-        groups[episode_id] = []
-        for word in prefix:
-            by_prefix_word[word].append(episode_id)
-    return {kept: duplicates for kept, duplicates in groups.items() if duplicates}
+        for position, word in enumerate(prefix):
+            index[word].append((len(kept), position))
+        kept.append((episode_id, frozenset(ordered)))
+    return groups
 
 
-def _jaccard(left: frozenset[str], right: frozenset[str]) -> float:
-    return len(left & right) / len(left | right)
+def _earliest_match(
+    ordered: list[str],
+    prefix: list[str],
+    kept: list[tuple[int, frozenset[str]]],
+    index: defaultdict[str, list[tuple[int, int]]],
+    threshold: float,
+) -> int | None:
+    size = len(ordered)
+    # o / (a + b - o) >= t  <=>  o >= t / (1 + t) * (a + b); a hair lower against float error.
+    overlap_share = threshold / (1 + threshold)
+    shared: dict[int, int] = {}  # candidate rank -> prefix words shared so far; -1: ruled out
+    for position, word in enumerate(prefix):
+        for rank, other_position in index.get(word, ()):
+            so_far = shared.get(rank, 0)
+            if so_far < 0:
+                continue
+            other_size = len(kept[rank][1])
+            # Shared so far, this word, and at best every word after it in the shorter rest.
+            best = so_far + 1 + min(size - position, other_size - other_position) - 1
+            enough = best >= overlap_share * (size + other_size) - 1e-9
+            shared[rank] = so_far + 1 if enough else -1
+    words = frozenset(ordered)
+    for rank in sorted(rank for rank, so_far in shared.items() if so_far > 0):
+        other = kept[rank][1]
+        common = len(words & other)
+        if common / (size + len(other) - common) >= threshold:
+            return rank
+    return None
 
 
 async def consolidate(
@@ -183,11 +213,10 @@ async def _consolidate_agent(
     groups = await asyncio.to_thread(near_duplicate_groups, summaries)
     merged = await store.merge_episodes(agent_id, groups, at=now) if groups else {}
 
-    merged_count = sum(len(ids) for ids in merged.values())
     report.facts_promoted += len(promoted)
     report.facts_evicted += len(evicted)
     report.episodes_pruned += len(pruned)
-    report.episodes_merged += merged_count
+    report.episodes_merged += sum(len(ids) for ids in merged.values())
     if promoted or evicted or pruned or merged:
         await store.log_event(
             agent_id,

@@ -1,7 +1,7 @@
 """Hybrid search: the one retrieval function behind the planner, the API and the benchmarks.
 
 BM25 candidates from FTS5 (any query term, per item type) and nearest neighbours from the
-agent's usearch index are each min-max normalised over their candidate pool and blended;
+agent's usearch index are each normalised over their candidate pool and blended;
 optional recency decay and MMR re-ranking follow. Every item is re-read from SQLite with
 the agent, scope, time window and "current fact" filters, so nothing another agent owns,
 superseded or deleted can be returned, whatever the vector index holds.
@@ -111,7 +111,7 @@ async def search(
         _vector_scores(store, agent_id, text, item_types, pool, fusion),
     )
     fused = _blend(bm25, vector, fusion.vector_weight)
-    # Min-max puts the weakest candidate of both pools at exactly 0: not worth returning.
+    # Only the weakest vector-only candidate scores exactly 0: not worth returning.
     ranked = sorted((k for k in fused if fused[k] > 0), key=fused.__getitem__, reverse=True)
     # Slack for items the re-read drops (deleted, superseded, outside the window).
     ranked = ranked[: max(top_k * 5, 20)]
@@ -199,12 +199,13 @@ def _blend(
     vector: dict[tuple[ItemType, int], float],
     vector_weight: float,
 ) -> dict[tuple[ItemType, int], float]:
-    """Min-max normalise each source over its own candidates, then take the weighted sum;
-    an item found by one source only gets 0 from the other."""
-    bm25_norm = _min_max(bm25)
+    """Weighted sum of BM25 scaled by its best score (so every text match stays above 0)
+    and cosine similarity min-max scaled over the vector pool (raw cosines of one model
+    bunch up in a narrow band); an item found by one source only gets 0 from the other."""
+    best_bm25 = max(bm25.values(), default=1.0) or 1.0
     vector_norm = _min_max(vector)
     return {
-        key: (1.0 - vector_weight) * bm25_norm.get(key, 0.0)
+        key: (1.0 - vector_weight) * bm25.get(key, 0.0) / best_bm25
         + vector_weight * vector_norm.get(key, 0.0)
         for key in bm25.keys() | vector.keys()
     }

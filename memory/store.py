@@ -22,6 +22,7 @@ from memory.db import Database, require_agent
 from memory.embedding_worker import EmbeddingWorker
 from memory.schema import MIGRATIONS, Migration
 from memory.store_items import ItemQueries
+from memory.store_maintenance import MaintenanceQueries
 from memory.store_retrieval import RetrievalQueries
 from memory.store_turns import TurnQueries, upsert_agent
 from memory.vectors import VectorIndexes
@@ -32,7 +33,7 @@ if TYPE_CHECKING:
 VECTORS_FOLDER = "vectors"
 
 
-class Store(TurnQueries, ItemQueries, RetrievalQueries):
+class Store(TurnQueries, ItemQueries, RetrievalQueries, MaintenanceQueries):
     embedder: Embedder
     vectors: VectorIndexes
     worker: EmbeddingWorker

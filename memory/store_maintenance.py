@@ -33,7 +33,13 @@ _MERGED = (
 
 class MaintenanceQueries(Database):
     async def agent_ids(self) -> list[str]:
-        return [r[0] for r in await self._fetchall("SELECT id FROM agents ORDER BY id")]
+        """Every agent that has memory: facts and episodes written without a session (as
+        the store allows) create no agents row, so their owners are counted too."""
+        rows = await self._fetchall(
+            "SELECT id FROM agents UNION SELECT agent_id FROM facts "
+            "UNION SELECT agent_id FROM episodes"
+        )
+        return [r[0] for r in rows]
 
     async def promote_confirmed_facts(
         self, agent_id: str, *, min_sources: int, boost: float, at: float

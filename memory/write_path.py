@@ -256,18 +256,17 @@ class WritePath:
         ]
         drafts = [*distillation.identity, *distillation.pinned]
         for action in plan_fact_updates(drafts, known, self.slot_of):
-            if action.action == "merge" and action.existing_id is not None:
-                await self.store.merge_fact(
-                    agent_id, action.existing_id, salience=action.draft.salience
-                )
-                outcome.facts_merged += 1
-            elif action.action == "supersede" and action.existing_id is not None:
+            existing = action.existing_id
+            if action.action == "merge" and existing is not None:
+                if await self.store.merge_fact(
+                    agent_id, existing, salience=action.draft.salience, at=last_at
+                ):
+                    outcome.facts_merged += 1
+                    continue
+                existing = None  # evicted or superseded meanwhile: the restatement revives it
+            if action.action == "supersede" and existing is not None:
                 await self.store.supersede_fact(
-                    agent_id,
-                    action.existing_id,
-                    action.draft,
-                    source_session_id=session_id,
-                    at=last_at,
+                    agent_id, existing, action.draft, source_session_id=session_id, at=last_at
                 )
                 outcome.facts_superseded += 1
             else:

@@ -169,4 +169,17 @@ async def preview(request: Request[Any, Any, Any], services: NamedDependency[Ser
     return await memory.preview(agent_id, messages)
 
 
-MEMORY_ROUTES = [ingest, agents, memory_search, preview]
+@post("/memory/consolidate", status_code=200)
+async def consolidate_now(
+    request: Request[Any, Any, Any], services: NamedDependency[Services]
+) -> Any:
+    """Run a consolidation pass now, for one agent (`agent_id`) or all."""
+    memory = _memory(services)
+    raw = await request.body()
+    body = await _json_object(request) if raw.strip() else {}
+    agent_id = _text(body, "agent_id", required=False) or None
+    report = await memory.consolidate(agent_id)
+    return {"status": "ok", **report.as_dict()}
+
+
+MEMORY_ROUTES = [ingest, agents, memory_search, preview, consolidate_now]

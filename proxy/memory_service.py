@@ -17,6 +17,7 @@ from gate.read_path import ReadPath
 from gate.relevance import HeuristicGate, make_gate
 from gate.relevance_types import GateContext
 from gate.tokens import count_tokens
+from memory.consolidate import ConsolidationReport, consolidate
 from memory.distill.llm import LLMDistiller
 from memory.distill.protocol import Distiller
 from memory.distill.rules import RuleDistiller, slot_of
@@ -37,11 +38,38 @@ SHUTDOWN_DISTILL_SECONDS = 10.0
 
 
 class MemoryService:
-    def __init__(self, store: Store, writer: WritePath, reader: ReadPath) -> None:
+    def __init__(
+        self, store: Store, writer: WritePath, reader: ReadPath, settings: Settings
+    ) -> None:
         self.store = store
         self.writer = writer
         self.reader = reader
+        self.settings = settings
         self._background: set[asyncio.Task[Any]] = set()
+        self._schedule: asyncio.Task[None] | None = None
+
+    def start_consolidation(self) -> None:
+        """Consolidate every `consolidation_interval_hours` (0 turns it off)."""
+        hours = self.settings.consolidation_interval_hours
+        if hours > 0:
+            self._schedule = asyncio.get_running_loop().create_task(self._consolidate_every(hours))
+
+    async def _consolidate_every(self, hours: float) -> None:
+        while True:
+            await asyncio.sleep(hours * 3600)
+            try:
+                report = await self.consolidate()
+                log.info("consolidation: %s", report.as_dict())
+            except Exception:  # the next pass tries again; memory keeps serving
+                log.exception("consolidation failed")
+
+    async def consolidate(self, agent_id: str | None = None) -> ConsolidationReport:
+        return await consolidate(
+            self.store,
+            salience_floor=self.settings.salience_floor,
+            episode_retention_days=self.settings.episode_retention_days,
+            agent_id=agent_id,
+        )
 
     async def before(
         self, agent_id: str, session_id: str | None, body: dict[str, Any]
@@ -84,6 +112,8 @@ class MemoryService:
         return {"agent_id": agent_id, **result.as_dict()}
 
     async def close(self) -> None:
+        if self._schedule is not None:
+            self._schedule.cancel()
         if self._background:
             await asyncio.wait(set(self._background), timeout=SHUTDOWN_DISTILL_SECONDS)
         await self.writer.close(SHUTDOWN_DISTILL_SECONDS)
@@ -148,7 +178,8 @@ async def build_memory(
         settings.injection,
     )
     await _warm_up(embedder)
-    service = MemoryService(store, writer, reader)
+    service = MemoryService(store, writer, reader, settings)
+    service.start_consolidation()
     return service, service.close
 
 

@@ -361,3 +361,22 @@ _LENA_FACTS = {
     "pinned_candidates": [],
     "identity_facts": ["User's name is Lena"],
 }
+
+
+def test_consolidation_on_demand(memory_proxy):
+    post(
+        memory_proxy,
+        "/memory/ingest",
+        {
+            "agent_id": "otto",
+            "conversation_id": "c",
+            "turns": [{"user": "I love jazz.", "assistant": "Nice"}],
+        },
+    )
+    response = post(memory_proxy, "/memory/consolidate", {"agent_id": "otto"})
+    assert response.status_code == 200, response.text
+    report = response.json()
+    assert report["agents"] == 1
+    assert {"facts_evicted", "episodes_merged", "episodes_pruned", "facts_promoted"} <= set(report)
+    everyone = httpx.post(memory_proxy.url + "/memory/consolidate")
+    assert everyone.status_code == 200

@@ -75,6 +75,12 @@ async def test_superseded_and_deleted_facts_are_never_returned(store: Store) -> 
         assert [r.item_id for r in await search(store, "agent", query)] == [new]
 
 
+async def test_every_text_match_is_returned(store: Store) -> None:
+    await say(store, "agent", "Berlin in spring", "Berlin Berlin Berlin", "Paris")
+    results = await search(store, "agent", "Berlin", fusion=BM25_ONLY)
+    assert sorted(r.text for r in results) == ["Berlin Berlin Berlin", "Berlin in spring"]
+
+
 async def test_items_without_vectors_are_found_by_text(store: Store) -> None:
     await say(store, "agent", "the quokka smiled")
     results = await search(store, "agent", "quokka")  # the worker has not run
@@ -121,7 +127,7 @@ async def test_days_window_and_recency(store: Store) -> None:
     assert both[0].components["recency"] > both[1].components["recency"]
 
 
-async def test_mmr_prefers_a_different_item_over_a_duplicate(store: Store) -> None:
+async def test_mmr_passes_over_a_near_duplicate(store: Store) -> None:
     texts = ("pasta recipe with garlic", "pasta recipe with garlic and oil",
              "pasta shapes explained", "a long story that mentions pasta once in passing")
     for n, text in enumerate(texts):  # separate sessions: each is embedded alone
@@ -130,8 +136,8 @@ async def test_mmr_prefers_a_different_item_over_a_duplicate(store: Store) -> No
     plain = await search(store, "agent", "pasta recipe garlic", top_k=2, fusion=BM25_ONLY)
     diverse = await search(store, "agent", "pasta recipe garlic", top_k=2, fusion=BM25_ONLY,
                            mmr_lambda=0.3)
-    assert "pasta shapes explained" not in [r.text for r in plain]
-    assert "pasta shapes explained" in [r.text for r in diverse]
+    assert [r.text for r in plain] == list(texts[:2])
+    assert diverse[0].text == texts[0] and diverse[1].text != texts[1]
 
 
 @pytest.mark.parametrize("query", [

@@ -22,6 +22,8 @@ import aiohttp
 
 from tests.benchmarks.proc import fake_upstream_process, proxy_process
 
+DEFAULT_MESSAGE = "What is the capital of France?"
+
 
 def percentile(values: list[float], q: float) -> float:
     ordered = sorted(values)
@@ -44,13 +46,19 @@ async def _one(
 
 
 async def measure(
-    url: str, *, stream: bool, concurrency: int, requests: int, headers: dict[str, str]
+    url: str,
+    *,
+    stream: bool,
+    concurrency: int,
+    requests: int,
+    headers: dict[str, str],
+    message: str = DEFAULT_MESSAGE,
 ) -> list[float]:
     body = json.dumps(
         {
             "model": "fake-model",
             "stream": stream,
-            "messages": [{"role": "user", "content": "What is the capital of France?"}],
+            "messages": [{"role": "user", "content": message}],
         }
     ).encode()
     headers = {"content-type": "application/json", **headers}
@@ -70,7 +78,12 @@ async def measure(
 
 
 def compare(
-    direct_url: str, proxy_url: str, *, requests: int, headers: dict[str, str] | None = None
+    direct_url: str,
+    proxy_url: str,
+    *,
+    requests: int,
+    headers: dict[str, str] | None = None,
+    message: str = DEFAULT_MESSAGE,
 ) -> list[dict[str, Any]]:
     rows = []
     for stream in (False, True):
@@ -82,7 +95,12 @@ def compare(
                 n = max(1, requests // 3)
                 direct += asyncio.run(
                     measure(
-                        direct_url, stream=stream, concurrency=concurrency, requests=n, headers={}
+                        direct_url,
+                        stream=stream,
+                        concurrency=concurrency,
+                        requests=n,
+                        headers={},
+                        message=message,
                     )
                 )
                 proxied += asyncio.run(
@@ -92,6 +110,7 @@ def compare(
                         concurrency=concurrency,
                         requests=n,
                         headers=headers or {},
+                        message=message,
                     )
                 )
             row = {

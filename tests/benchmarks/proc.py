@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import logging
 import os
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -33,22 +35,32 @@ def _wait_until_up(url: str, proc: subprocess.Popen[bytes], what: str) -> None:
 @contextmanager
 def process(args: Sequence[str], health_url: str, what: str) -> Iterator[subprocess.Popen[bytes]]:
     env = dict(os.environ, PYTHONUNBUFFERED="1")
-    proc = subprocess.Popen(
-        [sys.executable, *args],
-        cwd=ROOT,
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-    )
-    try:
-        _wait_until_up(health_url, proc, what)
-        yield proc
-    finally:
-        proc.terminate()
+    # Importing wordllama sets the root logger to INFO; httpx would then log every poll.
+    logging.getLogger("httpx").setLevel(logging.WARNING)
+    # stderr goes to a file, not a pipe: nobody reads a pipe while the benchmark runs, and
+    # a process logging a warning per request would block once the pipe buffer filled.
+    with tempfile.TemporaryFile() as stderr:
+        proc = subprocess.Popen(
+            [sys.executable, *args],
+            cwd=ROOT,
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=stderr,
+        )
         try:
-            proc.wait(20)
-        except subprocess.TimeoutExpired:
-            proc.kill()
+            try:
+                _wait_until_up(health_url, proc, what)
+            except RuntimeError as exc:
+                stderr.seek(0)
+                tail = stderr.read()[-2000:].decode(errors="replace")
+                raise RuntimeError(f"{exc}; its stderr ends with:\n{tail}") from None
+            yield proc
+        finally:
+            proc.terminate()
+            try:
+                proc.wait(20)
+            except subprocess.TimeoutExpired:
+                proc.kill()
 
 
 @contextmanager
@@ -63,9 +75,28 @@ def fake_upstream_process() -> Iterator[str]:
 @contextmanager
 def proxy_process(upstream_url: str, data_dir: Path, *extra: str) -> Iterator[str]:
     """Yields the proxy's root URL (http://127.0.0.1:PORT)."""
+    with running_proxy(upstream_url, data_dir, *extra) as (root, _):
+        yield root
+
+
+@contextmanager
+def running_proxy(
+    upstream_url: str, data_dir: Path, *extra: str
+) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
+    """As proxy_process, also yielding the process (for its pid and memory use)."""
     port = free_port()
     root = f"http://127.0.0.1:{port}"
     args = ["-m", "proxy.cli", "serve", "--port", str(port), "--upstream-url", upstream_url]
     args += ["--data-dir", str(data_dir), "--log-level", "warning", *extra]
-    with process(args, root + "/health", "proxy"):
-        yield root
+    with process(args, root + "/health", "proxy") as proc:
+        yield root, proc
+
+
+def resident_mib(pid: int) -> dict[str, float]:
+    """Resident memory of a process now (VmRSS) and at its peak (VmHWM), in MiB."""
+    fields: dict[str, float] = {}
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        name, _, value = line.partition(":")
+        if name in ("VmRSS", "VmHWM"):
+            fields[name] = int(value.split()[0]) / 1024  # the kernel reports kB
+    return {"rss_mib": fields["VmRSS"], "peak_rss_mib": fields["VmHWM"]}

@@ -65,6 +65,14 @@ FOLLOW_UPS = (
 )
 FOODS = ("green tea", "spicy ramen", "dark chocolate", "oat milk", "mango", "black coffee")
 JOBS = ("a nurse", "a data engineer", "a carpenter", "a teacher", "an architect", "a chef")
+# One user message in FACT_SHARE states something about the user that the rule-based
+# distiller turns into a fact, as people do now and then in conversation.
+FACT_SHARE = 0.2
+FACT_STATEMENTS = (
+    "By the way, I live in {place} now.", "I work as {job}.", "I really love {food}.",
+    "My favourite drink is {food}.", "My sister {person} just started a new job.",
+    "I decided to visit {place} with {person} next month.",
+)
 
 MEMORY_QUESTIONS = (
     "What did I tell you about my sister's trip to Lisbon?",
@@ -90,6 +98,11 @@ PLAIN_PROMPTS = (
     "Draft a polite email declining a meeting invitation.",
     "Describe the water cycle for a ten-year-old.",
 )
+
+
+def printed_progress(tag: str) -> Progress:
+    """A Progress that prints one line per step, e.g. "[read path] transcript 10,000/97,000"."""
+    return lambda stage, done, total: print(f"[{tag}]   {stage} {done:,}/{total:,}", flush=True)
 
 
 @dataclass(frozen=True)
@@ -123,6 +136,11 @@ class TextMaker:
         return self.rng.choice(words)
 
     def user_text(self) -> str:
+        if self.rng.random() < FACT_SHARE:
+            return self._pick(FACT_STATEMENTS).format(
+                place=self._pick(PLACES), job=self._pick(JOBS), food=self._pick(FOODS),
+                person=self._pick(PEOPLE),
+            )
         return (
             f"I {self._pick(ACTIVITIES)} with {self._pick(PEOPLE)} {self._pick(TIMES)} "
             f"near {self._pick(PLACES)}; it was {self._pick(FEELINGS)}, "

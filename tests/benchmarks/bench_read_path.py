@@ -1,0 +1,143 @@
+"""Latency of the whole read path (gate + hybrid search + planner) for one agent holding
+10k and 100k memory items, with the default wordllama embedder.
+
+    python -m tests.benchmarks.bench_read_path                    # 10k and 100k items
+    python -m tests.benchmarks.bench_read_path --sizes 2000 --rounds 3
+
+Each size is seeded into a fresh temporary data dir (tests/benchmarks/seed.py: mostly
+transcript messages, plus facts and episodes, all embedded), then the memory side is
+built by `proxy.memory_service.build_memory` itself, as the proxy builds it, and
+`ReadPath.prepare` is timed on memory questions (which fire the gate) interleaved with
+plain prompts (which do not). Seeding is reported apart and not part of the timings.
+Wall-clock figures on a shared 2-core machine are noisy; "cpu" is the process CPU time
+per call (all threads), which other processes' load does not inflate.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import tempfile
+import time
+from collections import Counter
+from collections.abc import Sequence
+from typing import Any
+
+from proxy.memory_service import build_memory
+from proxy.upstream import Upstream
+from tests.benchmarks.bench_proxy import percentile
+from tests.benchmarks.seed import (
+    MEMORY_QUESTIONS,
+    PLAIN_PROMPTS,
+    printed_progress,
+    seed_data_dir,
+)
+from tests.proxy_server import make_settings
+
+AGENT = "bench-reader"
+TARGET_P50_MS = 10.0
+# Nothing is sent upstream: the default rule distiller and heuristic gate never call it.
+UNUSED_UPSTREAM = "http://127.0.0.1:9/v1"
+KINDS = {"memory question": MEMORY_QUESTIONS, "plain prompt": PLAIN_PROMPTS}
+
+
+def _row(items: int, kind: str, samples: list[tuple[float, float, str]]) -> dict[str, Any]:
+    walls = [wall for wall, _, _ in samples]
+    sections = Counter(section for _, _, section in samples)
+    return {
+        "items": items,
+        "messages": kind,
+        "calls": len(samples),
+        "injected": round(1 - sections["none"] / len(samples), 2),
+        "p50_ms": 1000 * percentile(walls, 0.5),
+        "p99_ms": 1000 * percentile(walls, 0.99),
+        "cpu_p50_ms": 1000 * percentile([cpu for _, cpu, _ in samples], 0.5),
+        "sections": ", ".join(f"{name} {count}" for name, count in sections.most_common()),
+    }
+
+
+async def _run_size(items: int, rounds: int) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    with tempfile.TemporaryDirectory(prefix="mnemo-bench-read-") as folder:
+        print(f"[read path] seeding {items:,} items", flush=True)
+        seeded = await seed_data_dir(folder, AGENT, items, progress=printed_progress("read path"))
+        settings = make_settings(
+            data_dir=folder, embedding_backend="wordllama", upstream_url=UNUSED_UPSTREAM
+        )
+        upstream = Upstream(settings)
+        service, close = await build_memory(settings, upstream)
+        try:
+            reader = service.reader
+            started = time.perf_counter()
+            await reader.prepare(AGENT, [{"role": "user", "content": MEMORY_QUESTIONS[0]}])
+            first_call_s = time.perf_counter() - started  # loads the agent's vector index
+            samples: dict[str, list[tuple[float, float, str]]] = {kind: [] for kind in KINDS}
+            print(f"[read path] timing {rounds} rounds at {items:,} items", flush=True)
+            for _ in range(rounds):
+                # Alternate the two kinds so that load drift hits both alike.
+                for pair in zip(*KINDS.values(), strict=True):
+                    for kind, text in zip(KINDS, pair, strict=True):
+                        messages = [{"role": "user", "content": text}]
+                        wall, cpu = time.perf_counter(), time.process_time()
+                        result = await reader.prepare(AGENT, messages)
+                        samples[kind].append((
+                            time.perf_counter() - wall,
+                            time.process_time() - cpu,
+                            result.decision.section if result.block is not None else "none",
+                        ))
+        finally:
+            await close()
+            await upstream.aclose()
+    rows = [_row(items, kind, values) for kind, values in samples.items()]
+    rows.append(_row(items, "all", [s for values in samples.values() for s in values]))
+    setup = {
+        "items": seeded.items, "transcript": seeded.transcript, "facts": seeded.facts,
+        "episodes": seeded.episodes, "insert_s": seeded.insert_seconds,
+        "embed_s": seeded.embed_seconds, "first_call_s": first_call_s,
+    }
+    return rows, setup
+
+
+def _table(rows: list[dict[str, Any]], setups: list[dict[str, Any]]) -> str:
+    lines = [
+        f"ReadPath.prepare latency, one agent, wordllama (target p50 <= {TARGET_P50_MS:g} ms; "
+        "shared 2-core machine: noisy)",
+        f"{'items':>8}  {'messages':<17}{'calls':>6}{'inject':>8}{'p50 ms':>9}{'p99 ms':>9}"
+        f"{'cpu p50':>9}  sections",
+    ]
+    lines += [
+        f"{r['items']:>8}  {r['messages']:<17}{r['calls']:>6}{r['injected']:>8.0%}"
+        f"{r['p50_ms']:>9.2f}{r['p99_ms']:>9.2f}{r['cpu_p50_ms']:>9.2f}  {r['sections']}"
+        for r in rows
+    ]
+    lines += ["", "seeding (not timed above): items, insert s, embed s, first call s"]
+    lines += [
+        f"{s['items']:>8}  {s['insert_s']:>8.1f}{s['embed_s']:>8.1f}{s['first_call_s']:>8.2f}"
+        for s in setups
+    ]
+    return "\n".join(lines)
+
+
+def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", type=int, nargs="*", default=[10_000, 100_000])
+    parser.add_argument("--rounds", type=int, default=20,
+                        help="passes over the 10 memory questions and 10 plain prompts")
+    args = parser.parse_args(argv)
+    rows: list[dict[str, Any]] = []
+    setups: list[dict[str, Any]] = []
+    for size in args.sizes:
+        size_rows, setup = asyncio.run(_run_size(size, args.rounds))
+        rows += size_rows
+        setups.append(setup)
+    print(_table(rows, setups))
+    summary = [
+        {"figure": f"read path p50, {r['messages']}s, {r['items']:,} items",
+         "value": f"{r['p50_ms']:.1f} ms (p99 {r['p99_ms']:.1f})",
+         "target": f"p50 <= {TARGET_P50_MS:g} ms"}
+        for r in rows if r["messages"] != "all"
+    ]
+    return {"summary": summary, "latency": rows, "seeding": setups}
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,44 @@
+"""The write- and read-side benchmark scripts run end to end at tiny sizes, and their
+figures render as Markdown. Timings are not checked: only that the scripts measure what
+they claim (memory questions inject, plain prompts do not, ingested turns get embedded)."""
+
+from __future__ import annotations
+
+from tests.benchmarks import bench_ingest, bench_read_path
+from tests.benchmarks.report import markdown
+
+
+def test_read_path_benchmark_times_memory_questions_and_plain_prompts() -> None:
+    figures = bench_read_path.main(["--sizes", "300", "--rounds", "1"])
+
+    rows = {row["messages"]: row for row in figures["latency"]}
+    assert rows["memory question"]["injected"] == 1.0
+    assert rows["plain prompt"]["injected"] == 0
+    assert rows["all"]["calls"] == rows["memory question"]["calls"] * 2 == 20
+    assert figures["seeding"][0]["items"] == 300
+    assert len(figures["summary"]) == 2
+
+
+def test_ingest_benchmark_waits_for_embeddings_and_times_recording() -> None:
+    figures = bench_ingest.main(
+        ["--conversations", "2", "--turns", "5", "--requests", "3", "--embed-seconds", "0.1"]
+    )
+
+    ingest = figures["ingest"]
+    assert ingest["turns"] == 10
+    assert ingest["embedded_items"] >= 2 * ingest["turns"] + ingest["episodes"]
+    assert figures["recording"]["gate_said_none"] == "3/3"
+    assert figures["embedder"]["texts_per_s"] > 0
+
+
+def test_figures_render_as_markdown_tables() -> None:
+    lines = markdown({
+        "items": 1200,
+        "rows": [{"mode": "stream", "p50_ms": 1.234}, {"mode": "json", "p50_ms": 250.0}],
+        "by_name": {"bm25": {"recall": 0.5}},
+    })
+
+    assert "| items | 1,200 |" in lines
+    assert "| stream | 1.23 |" in lines
+    assert "| json | 250 |" in lines
+    assert "| bm25 | 0.50 |" in lines
