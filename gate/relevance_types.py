@@ -10,6 +10,10 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Literal, Protocol, get_args
 
+from memory.distill.protocol import CoreModel
+
+__all__ = ["SECTIONS", "CoreModel", "Gate", "GateContext", "GateDecision", "Probe", "Section"]
+
 Section = Literal["identity", "pinned", "episode", "transcript", "none"]
 SECTIONS: tuple[Section, ...] = get_args(Section)
 
@@ -44,16 +48,3 @@ class GateContext:
 
 class Gate(Protocol):
     async def decide(self, message: str, context: GateContext) -> GateDecision: ...
-
-
-class CoreModel(Protocol):
-    """The slice of the core-model client the LLM gate needs."""
-
-    async def complete(
-        self,
-        messages: list[dict],
-        *,
-        json_schema: dict | None = None,
-        timeout: float | None = None,
-        max_tokens: int | None = None,
-    ) -> str: ...
