@@ -135,7 +135,9 @@ class RetrievalQueries(Database):
                 continue
             _, table, time_column, visible = _FTS[item_type]
             sql = (
-                f"SELECT *, {time_column} AS item_time FROM {table} WHERE agent_id = ? "
+                # `+agent_id` keeps SQLite on the primary key for the id list; with a plain
+                # `agent_id = ?` it walks the agent's whole time index (20 ms at 100k items).
+                f"SELECT *, {time_column} AS item_time FROM {table} WHERE +agent_id = ? "
                 f"AND {visible} AND id IN ({', '.join('?' * len(ids))})"
             )
             params: list[Any] = [agent_id, *ids]

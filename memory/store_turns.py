@@ -56,23 +56,32 @@ class TurnQueries(Database):
         now = time.time()
         stamped = [(i, t, t.at.timestamp() if t.at is not None else now) for i, t in turns]
         last = max(at for _, _, at in stamped)
-        new_turns = 0
         async with self._write() as db:
-            for turn_index, turn, at in stamped:
-                cursor = await db.executemany(
-                    "INSERT OR IGNORE INTO transcript "
-                    "(agent_id, session_id, turn_index, role, content, at) "
-                    "VALUES (?, ?, ?, ?, ?, ?)",
-                    [(agent_id, session_id, turn_index, "user", turn.user, at),
-                     (agent_id, session_id, turn_index, "assistant", turn.assistant, at)],
+            # Which turns are new is read first, so that the inserts are two executemany
+            # calls whatever the number of turns (a bulk import sends thousands).
+            cursor = await db.execute(
+                "SELECT DISTINCT turn_index FROM transcript WHERE agent_id = ? AND session_id = ?"
+                f" AND turn_index IN ({', '.join('?' * len(stamped))})",
+                (agent_id, session_id, *(i for i, _, _ in stamped)),
+            )
+            stored = {row[0] for row in await cursor.fetchall()}
+            fresh = [(i, t, at) for i, t, at in stamped if i not in stored]
+            new_turns = len({i for i, _, _ in fresh})
+            await db.executemany(
+                "INSERT OR IGNORE INTO transcript "
+                "(agent_id, session_id, turn_index, role, content, at) VALUES (?, ?, ?, ?, ?, ?)",
+                [
+                    (agent_id, session_id, i, role, text, at)
+                    for i, t, at in fresh
+                    for role, text in (("user", t.user), ("assistant", t.assistant))
+                ],
+            )
+            if queue_signals:
+                await db.executemany(
+                    "INSERT OR IGNORE INTO pending_signals (agent_id, session_id, "
+                    "turn_index, user_text, assistant_text, at) VALUES (?, ?, ?, ?, ?, ?)",
+                    [(agent_id, session_id, i, t.user, t.assistant, at) for i, t, at in fresh],
                 )
-                new_turns += cursor.rowcount > 0
-                if queue_signals:
-                    await db.execute(
-                        "INSERT OR IGNORE INTO pending_signals (agent_id, session_id, "
-                        "turn_index, user_text, assistant_text, at) VALUES (?, ?, ?, ?, ?, ?)",
-                        (agent_id, session_id, turn_index, turn.user, turn.assistant, at),
-                    )
             await _touch_session(db, agent_id, session_id, last)
         if new_turns:
             self.content_changed.set()

@@ -102,7 +102,11 @@ class WritePath:
         Idempotent on (agent, session, turn index). Returns how many turns were new."""
         at = next((t.at for _, t in turns if t.at is not None), None)
         session_id, _ = await self.store.session(agent_id, session_key, _ts(at))
-        added = await self.store.record_turns(agent_id, session_id, _stamped(turns))
+        # Every request carries the whole history: what the session already holds is
+        # skipped before any work (redaction, inserts) is spent on it.
+        first_new = await self.store.next_turn_index(agent_id, session_id)
+        fresh = [(i, t) for i, t in turns if i >= first_new]
+        added = await self.store.record_turns(agent_id, session_id, _stamped(fresh))
         self.scheduler.touch(agent_id, session_id)
         return added
 

@@ -1,6 +1,6 @@
 """Run every benchmark and write BENCHMARKS.md (this is `make bench`).
 
-    python -m tests.benchmarks.run_all                # full set, about 10 minutes on 2 cores
+    python -m tests.benchmarks.run_all                # full set: 5-6 minutes on 2 shared cores
     python -m tests.benchmarks.run_all --quick        # small sizes: proves every script runs
     python -m tests.benchmarks.run_all --out /tmp/BENCHMARKS.md
 
@@ -19,8 +19,7 @@ import platform
 import sys
 import time
 import traceback
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -32,7 +31,6 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from tests.benchmarks.report import markdown
 
 ROOT = Path(__file__).resolve().parents[2]
-RESULTS = Path(__file__).with_name("results")
 DEFAULT_OUT = ROOT / "BENCHMARKS.md"
 
 
@@ -57,6 +55,8 @@ STAGES = (
           ("--sizes", "2000", "--backend", "wordllama")),
     Stage("bench_retrieval", "LoCoMo evidence recall of memory.search",
           (), ("--samples", "1")),
+    Stage("bench_consolidate", "Consolidation pass time and write waits",
+          (), ("--sizes", "2000")),
     Stage("bench_read_path", "Read path: gate + hybrid search + planner",
           (), ("--sizes", "2000", "--rounds", "3")),
     Stage("bench_ingest", "Ingest throughput and recording latency",
@@ -94,18 +94,6 @@ def machine() -> dict[str, Any]:
 
 def _load() -> str:
     return " / ".join(f"{value:.2f}" for value in os.getloadavg())
-
-
-@contextmanager
-def results_kept() -> Iterator[None]:
-    """Some benchmarks write their table to results/*.txt; this run uses smaller arguments
-    than those reference runs, so their files are put back as they were afterwards."""
-    saved = {path: path.read_bytes() for path in RESULTS.glob("*.txt")}
-    try:
-        yield
-    finally:
-        for path, content in saved.items():
-            path.write_bytes(content)
 
 
 def run_stage(stage: Stage, quick: bool) -> Outcome:
@@ -178,7 +166,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     started = time.perf_counter()
     columns = (TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
                TimeElapsedColumn())
-    with results_kept(), Progress(*columns, console=console) as progress:
+    with Progress(*columns, console=console) as progress:
         task = progress.add_task("benchmarks", total=len(STAGES))
         for stage in STAGES:
             progress.update(task, description=stage.module)
