@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Iterable, Sequence
+from typing import Any
 
 import aiosqlite
 
@@ -23,6 +24,10 @@ _USE_TABLES = {"fact": "facts", "episode": "episodes"}
 
 
 class ItemQueries(Database):
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._entity_cache: dict[str, list[str]] = {}
+
     # -- facts --------------------------------------------------------------------------
 
     async def current_facts(
@@ -183,13 +188,21 @@ class ItemQueries(Database):
                 "mention_count = mention_count + 1, last_seen = MAX(last_seen, excluded.last_seen)",
                 [(agent_id, name, at, at) for name in cleaned],
             )
+        self._entity_cache.pop(agent_id, None)  # the next read fetches the new names
 
     async def entity_names(self, agent_id: str) -> list[str]:
+        """The agent's known entity names, most mentioned first. Asked on every chat
+        request, so kept in memory; this store is the only writer, so it knows when the
+        copy goes stale."""
+        cached = self._entity_cache.get(agent_id)
+        if cached is not None:
+            return cached
         rows = await self._fetchall(
             "SELECT name FROM entities WHERE agent_id = ? ORDER BY mention_count DESC, name",
             (require_agent(agent_id),),
         )
-        return [r[0] for r in rows]
+        names = self._entity_cache[agent_id] = [r[0] for r in rows]
+        return names
 
     async def _soft_delete(
         self, table: str, agent_id: str, item_id: int, at: float | None

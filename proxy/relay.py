@@ -9,6 +9,7 @@ from typing import Any
 
 import httpx
 from litestar import Response
+from litestar.background_tasks import BackgroundTask
 from litestar.response import Stream
 
 from config.errors import UpstreamError
@@ -51,12 +52,19 @@ async def relay(
             raise translate_error(exc, upstream.base_url) from exc
         finally:
             await response.aclose()
+        background = None
         if ok and on_reply is not None:
             reply = reply_from_json(body)
             if reply is not None:
-                on_reply(reply)
+                # Handed over only once the client has the whole response: remembering
+                # must not delay it by a single scheduling slot.
+                background = BackgroundTask(_deliver, on_reply, reply)
         return Response(
-            body, status_code=response.status_code, headers=headers, media_type=media_type
+            body,
+            status_code=response.status_code,
+            headers=headers,
+            media_type=media_type,
+            background=background,
         )
 
     tee = StreamTee() if (ok and is_sse and on_reply is not None) else None
@@ -66,6 +74,10 @@ async def relay(
         headers=headers,
         media_type=media_type,
     )
+
+
+async def _deliver(on_reply: OnReply, reply: AssistantReply) -> None:
+    on_reply(reply)
 
 
 async def _relay_chunks(
