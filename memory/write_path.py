@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -20,7 +20,7 @@ from memory.debounce import DebounceScheduler
 from memory.distill.breaker import CircuitBreaker
 from memory.distill.protocol import Distiller
 from memory.facts import KnownFact, plan_fact_updates
-from memory.models import Distillation, SessionInput, Turn
+from memory.models import Distillation, FactDraft, SessionInput, Turn
 from memory.redact import redact_secrets
 from memory.store import Store
 
@@ -66,14 +66,14 @@ class WritePath:
         debounce_seconds: float,
         max_attempts: int,
         identity_max_facts: int,
-        slot_of: Callable[[str], str | None] | None = None,
+        assign_slots: Callable[[list[FactDraft]], Awaitable[None]] | None = None,
         breaker: CircuitBreaker | None = None,
     ) -> None:
         self.store = store
         self.distiller = distiller
         self.max_attempts = max_attempts
         self.identity_max_facts = identity_max_facts
-        self.slot_of = slot_of
+        self.assign_slots = assign_slots
         self.breaker = breaker or CircuitBreaker()
         self.scheduler = DebounceScheduler(debounce_seconds, self._scheduled_run)
 
@@ -259,7 +259,9 @@ class WritePath:
             for f in await self.store.current_facts(agent_id)
         ]
         drafts = [*distillation.identity, *distillation.pinned]
-        for action in plan_fact_updates(drafts, known, self.slot_of):
+        if self.assign_slots is not None:
+            await self.assign_slots(drafts)
+        for action in plan_fact_updates(drafts, known):
             existing = action.existing_id
             if action.action == "merge" and existing is not None:
                 if await self.store.merge_fact(

@@ -20,7 +20,7 @@ from gate.tokens import count_tokens
 from memory.consolidate import ConsolidationReport, consolidate
 from memory.distill.llm import LLMDistiller
 from memory.distill.protocol import Distiller
-from memory.distill.rules import RuleDistiller, slot_of
+from memory.distill.rules import RuleDistiller, assign_slots
 from memory.embedders import Embedder, OpenAIEmbedder, make_embedder
 from memory.models import Turn
 from memory.store import Store
@@ -159,7 +159,7 @@ async def build_memory(
         debounce_seconds=settings.summary_debounce_seconds,
         max_attempts=settings.distill_max_attempts,
         identity_max_facts=settings.identity_max_facts,
-        slot_of=slot_of,
+        assign_slots=assign_slots,
     )
     await writer.start()
     core = CoreModelClient(upstream, settings) if settings.core_model else None

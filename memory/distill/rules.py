@@ -8,11 +8,17 @@ episode's topics. Public surface:
 - `extract_facts(text, when=...)`: the facts stated in one user message.
 - `slot_of(statement)`: the slot a fact statement occupies, whichever distiller wrote it,
   so the store can tell a restatement (same slot, same content) from a contradiction.
+- `assign_slots(drafts)`: `slot_of` for every draft without a slot, off the event loop.
+
+spaCy's pipeline and matchers are shared and not thread-safe, and a 50-turn session takes
+tens of milliseconds: all rule work runs on one dedicated thread, never on the event loop.
 """
 
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from datetime import date, datetime
 
 from memory.distill.rules_episode import build_episode
@@ -20,9 +26,7 @@ from memory.distill.rules_facts import FoundFact, find_facts, slot_for_statement
 from memory.distill.rules_text import parse
 from memory.models import Distillation, FactDraft, SessionInput
 
-# Below this many characters a session takes a few milliseconds: a worker thread would
-# cost more than it saves.
-_INLINE_CHARS = 20_000
+_RULES_THREAD = ThreadPoolExecutor(max_workers=1, thread_name_prefix="rules")
 
 
 def _day(moment: datetime | None) -> date | None:
@@ -71,7 +75,17 @@ class RuleDistiller:
     """A Distiller that needs no model: spaCy rules over the session's words."""
 
     async def distill(self, session: SessionInput) -> Distillation:
-        size = sum(len(t.user) + len(t.assistant) for t in session.turns)
-        if size > _INLINE_CHARS:
-            return await asyncio.to_thread(distill_session, session)
-        return distill_session(session)
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(_RULES_THREAD, distill_session, session)
+
+
+async def assign_slots(drafts: Sequence[FactDraft]) -> None:
+    """Fill in the slot of every draft that came without one (the LLM distiller's)."""
+    missing = [d for d in drafts if d.slot is None]
+    if not missing:
+        return
+    slots = await asyncio.get_running_loop().run_in_executor(
+        _RULES_THREAD, lambda: [slot_of(d.content) for d in missing]
+    )
+    for draft, slot in zip(missing, slots, strict=True):
+        draft.slot = slot
