@@ -27,24 +27,17 @@ from typing import Any
 from memory.consolidate import ConsolidationReport, consolidate
 from memory.embedders import make_embedder
 from memory.store import Store
+from tests.benchmarks.bench_search import made_up_vocabulary
 
 RESULTS_FILE = Path(__file__).with_name("results") / "consolidate.txt"
 AGENT = "bench-agent"
 NOW = 1_700_000_000.0
 DAY = 86_400.0
 PROBE_INTERVAL = 0.005
-_SYLLABLES = ("ka", "lo", "mi", "ne", "ru", "sa", "ti", "vo", "ze", "pa", "do", "fi", "gu", "be")
-
-
-def _vocabulary(rng: random.Random, size: int = 6_000) -> list[str]:
-    words: set[str] = set()
-    while len(words) < size:
-        words.add("".join(rng.choices(_SYLLABLES, k=rng.randint(2, 4))))
-    return sorted(words)
 
 
 def _summaries(rng: random.Random, count: int) -> list[str]:
-    vocabulary = _vocabulary(rng)
+    vocabulary = made_up_vocabulary(rng)
     weights = [1.0 / (rank + 1) for rank in range(len(vocabulary))]  # Zipf-like, as in text
     summaries: list[str] = []
     for _ in range(count):
@@ -61,9 +54,19 @@ def _seed(path: Path, size: int, rng: random.Random) -> None:
     facts = []
     for n in range(size):
         at = NOW - rng.uniform(0, 400) * DAY
-        facts.append((AGENT, "identity" if n % 10 == 0 else "pinned", f"fact number {n}",
-                      round(rng.uniform(0.2, 0.9), 3), rng.randint(1, 4), rng.randint(0, 6),
-                      at, at, at))
+        facts.append(
+            (
+                AGENT,
+                "identity" if n % 10 == 0 else "pinned",
+                f"fact number {n}",
+                round(rng.uniform(0.2, 0.9), 3),
+                rng.randint(1, 4),
+                rng.randint(0, 6),
+                at,
+                at,
+                at,
+            )
+        )
     episodes = []
     for summary in _summaries(rng, size):
         at = NOW - rng.uniform(0, 500) * DAY
@@ -71,10 +74,14 @@ def _seed(path: Path, size: int, rng: random.Random) -> None:
     with sqlite3.connect(path) as db:
         db.executemany(
             "INSERT INTO facts (agent_id, kind, content, salience, source_count, use_count, "
-            "valid_from, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", facts)
+            "valid_from, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            facts,
+        )
         db.executemany(
             "INSERT INTO episodes (agent_id, summary, topics_json, salience, started_at, "
-            "ended_at, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)", episodes)
+            "ended_at, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
+            episodes,
+        )
 
 
 async def _probe(store: Store, waits: list[float], stop: asyncio.Event) -> None:
@@ -107,9 +114,16 @@ async def _run_size(size: int) -> list[dict[str, Any]]:
             rows = []
             for name in ("first pass", "second pass"):
                 report, waits = await _timed_pass(store)
-                rows.append({"items": size, "pass": name, **report.as_dict(), "setup_s": setup,
-                             "write_wait_p50_ms": waits[len(waits) // 2] if waits else 0.0,
-                             "write_wait_max_ms": waits[-1] if waits else 0.0})
+                rows.append(
+                    {
+                        "items": size,
+                        "pass": name,
+                        **report.as_dict(),
+                        "setup_s": setup,
+                        "write_wait_p50_ms": waits[len(waits) // 2] if waits else 0.0,
+                        "write_wait_max_ms": waits[-1] if waits else 0.0,
+                    }
+                )
             return rows
         finally:
             await store.close()
@@ -120,20 +134,26 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--sizes", type=int, nargs="*", default=[10_000])
     args = parser.parse_args(argv)
     rows = [row for size in args.sizes for row in asyncio.run(_run_size(size))]
-    lines = ["consolidation pass, one agent with N facts + N episodes "
-             "(shared 2-core machine: noisy)",
-             f"{'N':>7}  {'pass':<12}{'seconds':>8}{'evicted':>8}{'promoted':>9}{'pruned':>7}"
-             f"{'merged':>7}{'write wait p50/max ms':>23}{'setup s':>8}"]
-    lines += [f"{r['items']:>7}  {r['pass']:<12}{r['seconds']:>8.2f}{r['facts_evicted']:>8}"
-              f"{r['facts_promoted']:>9}{r['episodes_pruned']:>7}{r['episodes_merged']:>7}"
-              f"{r['write_wait_p50_ms']:>13.1f} / {r['write_wait_max_ms']:<7.1f}"
-              f"{r['setup_s']:>8.1f}" for r in rows]
+    lines = [
+        "consolidation pass, one agent with N facts + N episodes (shared 2-core machine: noisy)",
+        f"{'N':>7}  {'pass':<12}{'seconds':>8}{'evicted':>8}{'promoted':>9}{'pruned':>7}"
+        f"{'merged':>7}{'write wait p50/max ms':>23}{'setup s':>8}",
+    ]
+    lines += [
+        f"{r['items']:>7}  {r['pass']:<12}{r['seconds']:>8.2f}{r['facts_evicted']:>8}"
+        f"{r['facts_promoted']:>9}{r['episodes_pruned']:>7}{r['episodes_merged']:>7}"
+        f"{r['write_wait_p50_ms']:>13.1f} / {r['write_wait_max_ms']:<7.1f}"
+        f"{r['setup_s']:>8.1f}"
+        for r in rows
+    ]
     table = "\n".join(lines)
     print(table)
     RESULTS_FILE.parent.mkdir(exist_ok=True)
     RESULTS_FILE.write_text(table + "\n", encoding="utf-8")
-    return {f"{r['items']}/{r['pass']}": {k: v for k, v in r.items() if k not in ("items", "pass")}
-            for r in rows}
+    return {
+        f"{r['items']}/{r['pass']}": {k: v for k, v in r.items() if k not in ("items", "pass")}
+        for r in rows
+    }
 
 
 if __name__ == "__main__":

@@ -34,7 +34,8 @@ BATCH = 5_000
 _SYLLABLES = ("ka", "lo", "mi", "ne", "ru", "sa", "ti", "vo", "ze", "pa", "do", "fi", "gu", "be")
 
 
-def _vocabulary(rng: random.Random, size: int = 6_000) -> list[str]:
+def made_up_vocabulary(rng: random.Random, size: int = 6_000) -> list[str]:
+    """Pronounceable nonsense words: synthetic text with a realistic spread of rare terms."""
     words: set[str] = set()
     while len(words) < size:
         words.add("".join(rng.choices(_SYLLABLES, k=rng.randint(2, 4))))
@@ -53,10 +54,14 @@ async def _load(store: Store, size: int, rng: random.Random, vocabulary: list[st
     base = time.time() - 365 * 86_400
     texts = list(_sentences(rng, vocabulary, size, 6, 30))
     for start in range(0, size, BATCH):
-        await store.add_transcript(AGENT, session_id, [
-            TranscriptMessage(n // 2, "user" if n % 2 == 0 else "assistant", text, base + n)
-            for n, text in enumerate(texts[start:start + BATCH], start)
-        ])
+        await store.add_transcript(
+            AGENT,
+            session_id,
+            [
+                TranscriptMessage(n // 2, "user" if n % 2 == 0 else "assistant", text, base + n)
+                for n, text in enumerate(texts[start : start + BATCH], start)
+            ],
+        )
     # Vectors go straight into the embeddings table in bulk and the index is built in one
     # bulk add on first use: the worker's batch-by-batch graph inserts would make set-up
     # take many minutes at 100k, and set-up is not what is measured here.
@@ -66,11 +71,19 @@ async def _load(store: Store, size: int, rng: random.Random, vocabulary: list[st
         model, "transcript", after_id=after_id, limit=BATCH
     ):
         matrix = await asyncio.to_thread(store.embedder.embed, [item.text for item in items])
-        await store.save_embeddings(model, [
-            ("transcript", item.item_id, AGENT, content_hash(item.text),
-             row.astype("<f4").tobytes())
-            for item, row in zip(items, matrix, strict=True)
-        ])
+        await store.save_embeddings(
+            model,
+            [
+                (
+                    "transcript",
+                    item.item_id,
+                    AGENT,
+                    content_hash(item.text),
+                    row.astype("<f4").tobytes(),
+                )
+                for item, row in zip(items, matrix, strict=True)
+            ],
+        )
         after_id = items[-1].item_id
     await store.vectors.search(AGENT, matrix[0], 1)
 
@@ -88,7 +101,7 @@ async def _time(store: Store, queries: list[str], **kwargs: Any) -> dict[str, fl
 
 async def _run_size(size: int, backend: str) -> list[dict[str, Any]]:
     rng = random.Random(size)
-    vocabulary = _vocabulary(rng)
+    vocabulary = made_up_vocabulary(rng)
     queries = list(_sentences(rng, vocabulary, QUERIES, 3, 8))
     with tempfile.TemporaryDirectory(prefix="mnemo-bench-search-") as folder:
         store = await Store.open(folder, make_embedder(backend), start_worker=False)
@@ -118,17 +131,20 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--backend", default="hashing", help="embedder (hashing, wordllama)")
     args = parser.parse_args(argv)
     rows = [row for size in args.sizes for row in asyncio.run(_run_size(size, args.backend))]
-    lines = [f"memory.search latency, one agent, {args.backend} vectors, {QUERIES} queries, "
-             "top_k=10 (shared 2-core machine: noisy)",
-             f"{'items':>8}  {'variant':<22}{'p50 ms':>9}{'p99 ms':>9}{'setup s':>9}"]
-    lines += [f"{r['items']:>8}  {r['variant']:<22}{r['p50']:>9.2f}{r['p99']:>9.2f}"
-              f"{r['setup_s']:>9.1f}" for r in rows]
+    lines = [
+        f"memory.search latency, one agent, {args.backend} vectors, {QUERIES} queries, "
+        "top_k=10 (shared 2-core machine: noisy)",
+        f"{'items':>8}  {'variant':<22}{'p50 ms':>9}{'p99 ms':>9}{'setup s':>9}",
+    ]
+    lines += [
+        f"{r['items']:>8}  {r['variant']:<22}{r['p50']:>9.2f}{r['p99']:>9.2f}{r['setup_s']:>9.1f}"
+        for r in rows
+    ]
     table = "\n".join(lines)
     print(table)
     RESULTS_FILE.parent.mkdir(exist_ok=True)
     RESULTS_FILE.write_text(table + "\n", encoding="utf-8")
-    return {f"{r['items']}/{r['variant']}": {"p50_ms": r["p50"], "p99_ms": r["p99"]}
-            for r in rows}
+    return {f"{r['items']}/{r['variant']}": {"p50_ms": r["p50"], "p99_ms": r["p99"]} for r in rows}
 
 
 if __name__ == "__main__":
