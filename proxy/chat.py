@@ -46,14 +46,24 @@ def parse_chat_body(raw: bytes) -> dict[str, Any]:
     return body
 
 
+MAX_ID_CHARS = 256
+
+
+def _memory_header(request: Request[Any, Any, Any], name: str) -> str:
+    value = request.headers.get(name, "").strip()
+    if len(value) > MAX_ID_CHARS:
+        raise InvalidRequest(f"{name} is longer than {MAX_ID_CHARS} characters", param=name)
+    return value
+
+
 @post("/v1/chat/completions", status_code=200)
 async def chat_completions(
     request: Request[Any, Any, Any], services: NamedDependency[Services]
 ) -> Response[Any]:
     raw = await request.body()
     body = parse_chat_body(raw)
-    agent_id = request.headers.get("x-agent-id", "").strip()
-    session_id = request.headers.get("x-session-id", "").strip() or None
+    agent_id = _memory_header(request, "X-Agent-Id")
+    session_id = _memory_header(request, "X-Session-Id") or None
 
     plan = None
     if agent_id and services.memory is not None:

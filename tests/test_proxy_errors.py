@@ -93,3 +93,13 @@ def test_unknown_route_is_openai_shaped_404(proxy: ProxyServer):
 
 def test_wrong_method_is_openai_shaped_405(proxy: ProxyServer):
     assert_openai_error(httpx.get(proxy.base_url + "/chat/completions"), 405)
+
+
+def test_overlong_agent_id_is_a_400(proxy: ProxyServer, fake_upstream: FakeUpstream):
+    response = httpx.post(
+        proxy.base_url + "/chat/completions",
+        json={"messages": [{"role": "user", "content": "x"}]},
+        headers={"x-agent-id": "a" * 300},
+    )
+    assert_openai_error(response, 400, param="X-Agent-Id")
+    assert fake_upstream.requests == []
