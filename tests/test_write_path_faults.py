@@ -16,8 +16,8 @@ import openai
 
 from proxy.memory_service import build_memory
 from tests.fake_upstream import FakeUpstream
+from tests.memory_client import memory_settings, post, search, wait_for
 from tests.proxy_server import ProxyServer, free_port
-from tests.test_memory_e2e import memory_settings, post, search, wait_for
 
 ROOT = Path(__file__).resolve().parent.parent
 
