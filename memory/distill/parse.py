@@ -151,9 +151,9 @@ def _loads_object(text: str) -> dict[str, Any] | None:
     return None
 
 
-def _balanced_end(text: str, start: int) -> int | None:
-    """Index of the brace closing the one at `start`, skipping braces inside JSON strings."""
-    depth = 0
+def _json_chars(text: str, start: int = 0) -> Iterator[tuple[int, str, bool]]:
+    """(index, char, inside a JSON string) for each character from `start`; the quotes
+    that open and close a string count as outside it."""
     in_string = False
     escaped = False
     for index in range(start, len(text)):
@@ -165,9 +165,22 @@ def _balanced_end(text: str, start: int) -> int | None:
                 escaped = True
             elif char == '"':
                 in_string = False
-        elif char == '"':
+                yield index, char, False
+                continue
+            yield index, char, True
+            continue
+        if char == '"':
             in_string = True
-        elif char == "{":
+        yield index, char, False
+
+
+def _balanced_end(text: str, start: int) -> int | None:
+    """Index of the brace closing the one at `start`, skipping braces inside JSON strings."""
+    depth = 0
+    for index, char, quoted in _json_chars(text, start):
+        if quoted:
+            continue
+        if char == "{":
             depth += 1
         elif char == "}":
             depth -= 1
@@ -179,19 +192,8 @@ def _balanced_end(text: str, start: int) -> int | None:
 def _drop_trailing_commas(text: str) -> str:
     """Remove commas that directly precede a closing } or ], leaving strings untouched."""
     out: list[str] = []
-    in_string = False
-    escaped = False
-    for char in text:
-        if in_string:
-            if escaped:
-                escaped = False
-            elif char == "\\":
-                escaped = True
-            elif char == '"':
-                in_string = False
-        elif char == '"':
-            in_string = True
-        elif char in "}]" and out:
+    for _, char, quoted in _json_chars(text):
+        if not quoted and char in "}]" and out:
             # Drop a comma left pending before the whitespace that led here.
             pending = len(out) - 1
             while pending >= 0 and out[pending].isspace():
