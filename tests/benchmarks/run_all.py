@@ -122,7 +122,7 @@ def write_report(
         f"Written by `{invocation}` on {info['date']}"
         f"{' with --quick (small sizes: a smoke run, not figures to quote)' if quick else ''}, "
         f"in {info['wall_s'] / 60:.1f} minutes. Every figure is wall-clock time on a shared "
-        "machine where other engineers' test suites may run at the same time: expect noise, "
+        "machine where other processes may run at the same time: expect noise, "
         "and read the load average below before comparing runs.",
         "",
         "## Machine",
