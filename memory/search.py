@@ -42,6 +42,7 @@ DEFAULT_MMR_LAMBDA: float | None = None
 # tens of thousands of documents costs tens of milliseconds. Terms found in more documents
 # than this are left out of the OR; below it, ranking is exact BM25.
 COMMON_TERM_DOCUMENTS = 2_000
+FETCH_MARGIN = 10
 
 _SCOPE_TYPES: dict[Scope | None, tuple[ItemType, ...]] = {
     None: ("fact", "episode", "transcript"),
@@ -113,9 +114,15 @@ async def search(
     fused = _blend(bm25, vector, fusion.vector_weight)
     # Only the weakest vector-only candidate scores exactly 0: not worth returning.
     ranked = sorted((k for k in fused if fused[k] > 0), key=fused.__getitem__, reverse=True)
-    # Slack for items the re-read drops (deleted, superseded, outside the window).
+    # The re-read drops items that are deleted, superseded or outside the window: read a
+    # little more than asked, and the rest of the slack only when that was not enough
+    # (or all of it at once when recency or MMR will reorder the candidates).
     ranked = ranked[: max(top_k * 5, 20)]
-    items = await store.fetch_items(agent_id, ranked, since=since)
+    reranked = recency_half_life_days is not None or mmr_lambda is not None
+    first = len(ranked) if reranked else top_k + FETCH_MARGIN
+    items = await store.fetch_items(agent_id, ranked[:first], since=since)
+    if len(items) < top_k and len(ranked) > first:
+        items.update(await store.fetch_items(agent_id, ranked[first:], since=since))
 
     results = []
     for key in ranked:
