@@ -20,6 +20,15 @@ TOKENS_PER_CANDIDATE = 20
 MIN_CANDIDATES, MAX_CANDIDATES = 10, 150
 
 
+def memory_headers(section: str, tokens: int = 0, items: int = 0) -> dict[str, str]:
+    """The response headers that tell a client what memory did for its request."""
+    return {
+        "X-Memory-Section": section,
+        "X-Memory-Tokens": str(tokens),
+        "X-Memory-Items": str(items),
+    }
+
+
 @dataclass
 class ReadResult:
     decision: GateDecision
@@ -27,12 +36,9 @@ class ReadResult:
     messages: list[dict[str, Any]] | None = None  # the messages to forward, when injected
 
     def headers(self) -> dict[str, str]:
-        section = self.decision.section if self.block is not None else "none"
-        return {
-            "X-Memory-Section": section,
-            "X-Memory-Tokens": str(self.block.tokens if self.block else 0),
-            "X-Memory-Items": str(len(self.block.items) if self.block else 0),
-        }
+        if self.block is None:
+            return memory_headers("none")
+        return memory_headers(self.decision.section, self.block.tokens, len(self.block.items))
 
     def as_dict(self) -> dict[str, Any]:
         return {

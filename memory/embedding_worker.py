@@ -13,6 +13,7 @@ import asyncio
 import contextlib
 import hashlib
 import logging
+import time
 from collections import defaultdict
 from typing import TYPE_CHECKING
 
@@ -30,6 +31,7 @@ log = logging.getLogger(__name__)
 
 BATCH_SIZE = 256
 RETRY_SECONDS = 30.0  # after an embedder failure, wait before trying again
+FLUSH_SECONDS = 30.0  # longest an index change waits in memory before it is written
 
 
 def content_hash(text: str) -> str:
@@ -59,8 +61,15 @@ class EmbeddingWorker:
         self._task = None
 
     async def drain(self) -> int:
-        """Embed everything that lacks a vector now; returns how many items were embedded.
-        Safe to call while the background task runs (one drain at a time)."""
+        """Embed everything that lacks a vector now and write the changed indexes to disk;
+        returns how many items were embedded. Safe to call while the background task runs
+        (one drain at a time)."""
+        total = await self._embed_pending()
+        if total:
+            await self.vectors.flush()
+        return total
+
+    async def _embed_pending(self) -> int:
         async with self._drain_lock:
             total = 0
             for item_type in ITEM_TYPES:
@@ -74,8 +83,6 @@ class EmbeddingWorker:
                     await self._embed_batch(item_type, items)
                     after_id = items[-1].item_id
                     total += len(items)
-            if total:
-                await self.vectors.flush()
             self.embedded += total
             return total
 
@@ -101,12 +108,21 @@ class EmbeddingWorker:
         )
 
     async def _run(self) -> None:
+        """Embed as content arrives. The index files are written at most every
+        FLUSH_SECONDS (and at close): an index is a cache of SQLite, and rewriting a large
+        one after every chat turn would cost more than the turn. A crash in between only
+        means the index is found stale at the next start and rebuilt from SQLite."""
         changed = self.store.content_changed
+        last_flush = time.monotonic()
         while True:
-            await changed.wait()
+            with contextlib.suppress(TimeoutError):  # a quiet spell: time to flush
+                await asyncio.wait_for(changed.wait(), FLUSH_SECONDS)
             changed.clear()
             try:
-                await self.drain()
+                await self._embed_pending()
+                if time.monotonic() - last_flush >= FLUSH_SECONDS:
+                    await self.vectors.flush()
+                    last_flush = time.monotonic()
             except asyncio.CancelledError:
                 raise
             except Exception:

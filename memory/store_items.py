@@ -106,7 +106,14 @@ class ItemQueries(Database):
         return new_id
 
     async def delete_fact(self, agent_id: str, fact_id: int, at: float | None = None) -> bool:
-        return await self._soft_delete("facts", agent_id, fact_id, at)
+        """Soft-delete: the row stays for history, reads no longer see it."""
+        async with self._write() as db:
+            cursor = await db.execute(
+                "UPDATE facts SET deleted_at = ? WHERE agent_id = ? AND id = ? "
+                "AND deleted_at IS NULL",
+                (time.time() if at is None else at, require_agent(agent_id), fact_id),
+            )
+            return cursor.rowcount == 1
 
     # -- episodes -----------------------------------------------------------------------
 
@@ -146,9 +153,6 @@ class ItemQueries(Database):
             (require_agent(agent_id), limit),
         )
         return [Episode.from_row(r) for r in rows]
-
-    async def delete_episode(self, agent_id: str, episode_id: int, at: float | None = None) -> bool:
-        return await self._soft_delete("episodes", agent_id, episode_id, at)
 
     # -- use counts and entities ----------------------------------------------------------
 
@@ -203,17 +207,6 @@ class ItemQueries(Database):
         )
         names = self._entity_cache[agent_id] = [r[0] for r in rows]
         return names
-
-    async def _soft_delete(
-        self, table: str, agent_id: str, item_id: int, at: float | None
-    ) -> bool:
-        async with self._write() as db:
-            cursor = await db.execute(
-                f"UPDATE {table} SET deleted_at = ? WHERE agent_id = ? AND id = ? "
-                "AND deleted_at IS NULL",
-                (time.time() if at is None else at, require_agent(agent_id), item_id),
-            )
-            return cursor.rowcount == 1
 
 
 async def _insert_fact(

@@ -110,10 +110,6 @@ class VectorIndexes:
                     await asyncio.to_thread(self._save, agent_id, loaded.index)
                     loaded.dirty = False
 
-    def forget(self) -> None:
-        """Drop the in-memory indexes (tests use it to simulate a restart)."""
-        self._loaded.clear()
-
     async def _get(self, agent_id: str) -> _Loaded:
         loaded = self._loaded.get(agent_id)
         if loaded is not None:

@@ -16,6 +16,7 @@ from litestar.di import NamedDependency
 from config.errors import InvalidRequest, MemoryUnavailable
 from memory.models import SCOPES, Turn
 from memory.search import search
+from proxy.chat import MAX_ID_CHARS
 from proxy.memory_service import MemoryService
 from proxy.services import Services
 
@@ -38,7 +39,9 @@ async def _json_object(request: Request[Any, Any, Any]) -> dict[str, Any]:
     return body
 
 
-def _text(body: dict[str, Any], name: str, *, required: bool = True, limit: int = 256) -> str:
+def _text(
+    body: dict[str, Any], name: str, *, required: bool = True, limit: int = MAX_ID_CHARS
+) -> str:
     value = body.get(name)
     if value is None and not required:
         return ""

@@ -13,7 +13,7 @@ from typing import Any
 
 from config.settings import Settings
 from gate.planner import Planner
-from gate.read_path import ReadPath
+from gate.read_path import ReadPath, memory_headers
 from gate.relevance import HeuristicGate, make_gate
 from gate.relevance_types import GateContext
 from gate.tokens import count_tokens
@@ -88,11 +88,7 @@ class MemoryService:
             log.warning(
                 "memory read failed for agent %s, forwarding without memory: %r", agent_id, exc
             )
-            plan.headers = {
-                "X-Memory-Section": "error",
-                "X-Memory-Tokens": "0",
-                "X-Memory-Items": "0",
-            }
+            plan.headers = memory_headers("error")
             return plan
         plan.headers = result.headers()
         if result.messages is not None and result.block is not None:
@@ -131,11 +127,9 @@ class MemoryService:
         task.add_done_callback(done)
 
 
-def make_distiller(settings: Settings, upstream: Upstream) -> Distiller:
-    if settings.core_model:
-        return LLMDistiller(
-            CoreModelClient(upstream, settings), timeout=settings.core_timeout_seconds
-        )
+def make_distiller(settings: Settings, core: CoreModelClient | None) -> Distiller:
+    if core is not None:
+        return LLMDistiller(core, timeout=settings.core_timeout_seconds)
     return RuleDistiller()
 
 
@@ -153,16 +147,16 @@ async def build_memory(
         # A remote model's size is learned by one request: not on the event loop.
         await asyncio.to_thread(lambda: embedder.dim)
     store = await Store.open(settings.data_dir, embedder)
+    core = CoreModelClient(upstream, settings) if settings.core_model else None
     writer = WritePath(
         store,
-        make_distiller(settings, upstream),
+        make_distiller(settings, core),
         debounce_seconds=settings.summary_debounce_seconds,
         max_attempts=settings.distill_max_attempts,
         identity_max_facts=settings.identity_max_facts,
         assign_slots=assign_slots,
     )
     await writer.start()
-    core = CoreModelClient(upstream, settings) if settings.core_model else None
     reader = ReadPath(
         store,
         make_gate(

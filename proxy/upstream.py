@@ -125,10 +125,10 @@ class Upstream:
             follow_redirects=False,
         )
 
-    def url_for(self, v1_path: str) -> str:
-        """`/v1/chat/completions` -> `<upstream_url>/chat/completions`."""
+    def url_for(self, v1_path: str, base_url: str | None = None) -> str:
+        """`/v1/chat/completions` -> `<upstream_url>/chat/completions` (or another base)."""
         suffix = v1_path[len("/v1") :] if v1_path.startswith("/v1") else v1_path
-        return self.base_url + suffix
+        return (base_url or self.base_url).rstrip("/") + suffix
 
     async def send(
         self,
@@ -170,7 +170,7 @@ class Upstream:
         if key:
             headers["authorization"] = f"Bearer {key}"
         root = (base_url or self.base_url).rstrip("/")
-        url = root + (v1_path[len("/v1") :] if v1_path.startswith("/v1") else v1_path)
+        url = self.url_for(v1_path, root)
         try:
             response = await self._client.post(
                 url,

@@ -1,9 +1,12 @@
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
 
 import pytest
 
+from memory.embedders import make_embedder
+from memory.store import Store
 from tests.fake_upstream import FakeUpstream
 from tests.proxy_server import ProxyServer, make_settings
 
@@ -30,3 +33,11 @@ def proxy(fake_upstream: FakeUpstream, tmp_path) -> Iterator[ProxyServer]:
     )
     with ProxyServer(settings) as server:
         yield server
+
+
+@pytest.fixture
+async def store(tmp_path: Path) -> AsyncIterator[Store]:
+    """A fresh store with the dependency-free hashing embedder; vectors only on drain()."""
+    opened = await Store.open(tmp_path, make_embedder("hashing"), start_worker=False)
+    yield opened
+    await opened.close()

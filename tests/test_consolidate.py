@@ -4,7 +4,6 @@ agent isolation, search consistency, and the promoted_at migration."""
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -31,13 +30,6 @@ DAY = 86_400.0
 NOW = 1_700_000_000.0
 FLOOR = 0.2
 RETENTION_DAYS = 365
-
-
-@pytest.fixture
-async def store(tmp_path: Path) -> AsyncIterator[Store]:
-    opened = await Store.open(tmp_path, make_embedder("hashing"), start_worker=False)
-    yield opened
-    await opened.close()
 
 
 async def run(store: Store, agent_id: str | None = None, now: float = NOW):

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import tempfile
-from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
@@ -20,13 +19,6 @@ from memory.store import Store
 
 DAY = 86_400.0
 NOW = 1_700_000_000.0
-
-
-@pytest.fixture
-async def store(tmp_path: Path) -> AsyncIterator[Store]:
-    opened = await Store.open(tmp_path, make_embedder("hashing"), start_worker=False)
-    yield opened
-    await opened.close()
 
 
 async def say(store: Store, agent: str, *texts: str, at: float = NOW, key: str = "s") -> None:

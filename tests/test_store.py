@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import AsyncIterator
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -15,13 +14,6 @@ from memory.models import EpisodeDraft, FactDraft, Turn
 from memory.records import TranscriptMessage
 from memory.schema import MIGRATIONS
 from memory.store import Store
-
-
-@pytest.fixture
-async def store(tmp_path: Path) -> AsyncIterator[Store]:
-    opened = await Store.open(tmp_path, make_embedder("hashing"), start_worker=False)
-    yield opened
-    await opened.close()
 
 
 def raw(path: Path) -> sqlite3.Connection:
