@@ -3,16 +3,22 @@
 One writer connection serialises all writes behind an asyncio.Lock (SQLite allows one
 writer at a time; queuing in-process avoids busy errors), and a separate read-only
 connection serves reads, which WAL lets run while a write is in progress.
+
+The reader is a plain sqlite3 connection owned by one thread, so that a read made of
+several statements (a search's term statistics and ranking, a fetch across item types)
+runs them all in one hop to that thread: under load each hop costs more than the
+statements themselves.
 """
 
 from __future__ import annotations
 
 import asyncio
 import sqlite3
-from collections.abc import AsyncIterator, Iterable, Sequence
+from collections.abc import AsyncIterator, Callable, Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import aiosqlite
 
@@ -21,19 +27,59 @@ from memory.schema import MIGRATIONS, Migration, migrate
 
 DB_FILE = "memory.db"
 BUSY_TIMEOUT_MS = 5000
+# Reads go through a memory map of the database file instead of SQLite's own page cache
+# (2 MB by default): at 100k items the file is ~170 MB, and a search that looks up a
+# thousand rows paid a system call per evicted page, three times the cost of the query
+# (tests/benchmarks/bench_search.py). Address space, not memory: the kernel's page cache
+# backs the map and can drop it under pressure.
+MMAP_BYTES = 1 << 30
+T = TypeVar("T")
 
 
-async def _connect(path: Path, *, read_only: bool) -> aiosqlite.Connection:
+async def _connect_writer(path: Path) -> aiosqlite.Connection:
     conn = await aiosqlite.connect(path, isolation_level=None)
     conn.row_factory = sqlite3.Row
     await conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
     await conn.execute("PRAGMA foreign_keys = ON")
     await conn.execute("PRAGMA synchronous = NORMAL")
-    if read_only:
-        await conn.execute("PRAGMA query_only = ON")
-    else:
-        await conn.execute("PRAGMA journal_mode = WAL")
+    await conn.execute(f"PRAGMA mmap_size = {MMAP_BYTES}")
+    await conn.execute("PRAGMA journal_mode = WAL")
     return conn
+
+
+class Reader:
+    """The read-only connection and the one thread that uses it."""
+
+    def __init__(self, executor: ThreadPoolExecutor, conn: sqlite3.Connection) -> None:
+        self._executor = executor
+        self._conn = conn
+
+    @classmethod
+    async def open(cls, path: Path) -> Reader:
+        executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="mnemo-sqlite-reader")
+
+        def connect() -> sqlite3.Connection:
+            conn = sqlite3.connect(path, isolation_level=None)
+            conn.row_factory = sqlite3.Row
+            conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+            conn.execute(f"PRAGMA mmap_size = {MMAP_BYTES}")
+            conn.execute("PRAGMA query_only = ON")
+            return conn
+
+        try:
+            conn = await asyncio.get_running_loop().run_in_executor(executor, connect)
+        except BaseException:
+            executor.shutdown(wait=False)
+            raise
+        return cls(executor, conn)
+
+    async def run(self, read: Callable[[sqlite3.Connection], T]) -> T:
+        """`read(connection)` on the reader's thread: any number of statements, one hop."""
+        return await asyncio.get_running_loop().run_in_executor(self._executor, read, self._conn)
+
+    async def close(self) -> None:
+        await self.run(lambda conn: conn.close())
+        self._executor.shutdown(wait=True)
 
 
 def require_agent(agent_id: str) -> str:
@@ -47,7 +93,7 @@ def require_agent(agent_id: str) -> str:
 class Database:
     """Owns the connections; store mixins build their SQL on `_write()` and `_fetch*()`."""
 
-    def __init__(self, path: Path, writer: aiosqlite.Connection, reader: aiosqlite.Connection):
+    def __init__(self, path: Path, writer: aiosqlite.Connection, reader: Reader):
         self.path = path
         self._writer = writer
         self._reader = reader
@@ -58,14 +104,14 @@ class Database:
     @classmethod
     async def connect(
         cls, data_dir: str | Path, migrations: Sequence[Migration] = MIGRATIONS
-    ) -> tuple[Path, aiosqlite.Connection, aiosqlite.Connection]:
+    ) -> tuple[Path, aiosqlite.Connection, Reader]:
         folder = Path(data_dir)
         try:
             folder.mkdir(parents=True, exist_ok=True)
             path = folder / DB_FILE
-            writer = await _connect(path, read_only=False)
+            writer = await _connect_writer(path)
             await migrate(writer, migrations)
-            reader = await _connect(path, read_only=True)
+            reader = await Reader.open(path)
         except (OSError, sqlite3.Error) as exc:
             raise MemoryFailure(
                 f"cannot open the memory database in {folder}: {exc}; "
@@ -90,9 +136,13 @@ class Database:
                 raise
             await self._writer.commit()
 
+    async def _read(self, read: Callable[[sqlite3.Connection], T]) -> T:
+        """Run a read of several statements on the reader connection in one hop."""
+        return await self._reader.run(read)
+
     async def _fetchall(self, sql: str, params: Iterable[Any] = ()) -> list[sqlite3.Row]:
-        # One hop to the reader thread (execute + fetch + close together).
-        return list(await self._reader.execute_fetchall(sql, tuple(params)))
+        values = tuple(params)
+        return await self._reader.run(lambda conn: conn.execute(sql, values).fetchall())
 
     async def _fetchone(self, sql: str, params: Iterable[Any] = ()) -> sqlite3.Row | None:
         rows = await self._fetchall(sql, params)

@@ -2,12 +2,14 @@
 
 Every term is quoted, so whatever the user typed (quotes, *, NEAR, AND/OR/NOT, brackets,
 column filters with colons) is matched as plain words, never parsed as FTS syntax. Terms
-are OR-ed: BM25 then ranks documents by how many rare query words they contain.
+are OR-ed: BM25 then ranks documents by how many rare query words they contain. Terms
+so common that scoring all their matches would cost more than they tell are left out.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 
 # Past this many distinct terms a query is a pasted document, not a question; the first
 # terms carry the intent and keep the FTS query cheap.
@@ -38,9 +40,24 @@ def query_terms(text: str) -> list[str]:
     return (content or words)[:MAX_TERMS]
 
 
-def fts_match_expression(terms: list[str], *, all_terms: bool = False) -> str | None:
-    """An FTS5 MATCH expression OR-ing (or AND-ing) the quoted terms; None if there are none."""
-    if not terms:
-        return None
-    # \w+ never yields a double quote, so quoting needs no escaping.
-    return (" AND " if all_terms else " OR ").join(f'"{term}"' for term in terms)
+def quoted(term: str) -> str:
+    """A term as an FTS5 string: \\w+ never yields a double quote, so nothing to escape."""
+    return f'"{term}"'
+
+
+def affordable_terms(terms: Sequence[str], counts: Sequence[int], budget: int) -> list[str]:
+    """The terms worth scoring, in query order: rarest first while the documents they
+    match add up to at most `budget`, and always the rarest one found at all.
+
+    A term dropped here is one of the most common in the store, so its IDF is the lowest
+    of the query's terms: the ranking loses the least information where it saves the
+    most work."""
+    found = sorted((count, n) for n, count in enumerate(counts) if count > 0)
+    chosen: set[int] = set()
+    total = 0
+    for count, n in found:
+        if chosen and total + count > budget:
+            break
+        chosen.add(n)
+        total += count
+    return [term for n, term in enumerate(terms) if n in chosen]

@@ -21,7 +21,7 @@ import numpy as np
 from config.errors import InvalidRequest
 from memory.db import require_agent
 from memory.models import SCOPES, Scope
-from memory.query_terms import fts_match_expression, query_terms
+from memory.query_terms import query_terms
 from memory.records import ItemType
 from memory.store_retrieval import StoredItem
 
@@ -38,10 +38,11 @@ SECONDS_PER_DAY = 86_400.0
 # ones: age breaks near-ties but cannot bury a strong old match.
 RECENCY_WEIGHT = 0.5
 DEFAULT_MMR_LAMBDA: float | None = None
-# BM25 scores every document matching any term (FTS5 cannot stop early), so one term in
-# tens of thousands of documents costs tens of milliseconds. Terms found in more documents
-# than this are left out of the OR; below it, ranking is exact BM25.
-COMMON_TERM_DOCUMENTS = 2_000
+# BM25 scores every document matching any term (FTS5 cannot stop early), at about 3 us a
+# document, so a search scores at most this many per item type: the rarest terms while
+# their matches fit. Below it (every store up to several thousand items) ranking is exact
+# BM25. Measured in tests/benchmarks/bench_search.py and bench_retrieval.py.
+MATCH_BUDGET = 500
 FETCH_MARGIN = 10
 
 _SCOPE_TYPES: dict[Scope | None, tuple[ItemType, ...]] = {
@@ -54,16 +55,20 @@ _SCOPE_TYPES: dict[Scope | None, tuple[ItemType, ...]] = {
 
 @dataclass(frozen=True)
 class Fusion:
-    """How BM25 and vector scores are combined (benchmarks vary it; callers keep defaults)."""
+    """How candidates are found and BM25 and vector scores combined (benchmarks vary it;
+    callers keep the defaults)."""
 
     # Measured on LoCoMo (tests/benchmarks/bench_retrieval.py): 0.4 was best for both
     # wordllama and MiniLM among 0.2-0.6; the common 0.6 let weak vectors drown BM25.
     vector_weight: float = 0.4  # 0: BM25 only; 1: vectors only
     pool: int = 100  # candidates taken from each source before fusing
+    match_budget: int = MATCH_BUDGET
 
     def __post_init__(self) -> None:
         if not 0.0 <= self.vector_weight <= 1.0:
             raise InvalidRequest("vector_weight must be between 0 and 1")
+        if self.match_budget < 1:
+            raise InvalidRequest("match_budget must be at least 1")
 
 
 DEFAULT_FUSION = Fusion()
@@ -156,26 +161,10 @@ async def _bm25_scores(
     terms = query_terms(text)
     if not terms or fusion.vector_weight >= 1.0:
         return {}
-    matches = await _match_expressions(store, item_types, terms)
-    hits = await store.fts_candidates(agent_id, matches, since=since, limit=pool)
+    hits = await store.bm25_candidates(
+        agent_id, terms, item_types, since=since, limit=pool, match_budget=fusion.match_budget
+    )
     return {(item_type, item_id): score for item_type, item_id, score in hits}
-
-
-async def _match_expressions(
-    store: Store, item_types: tuple[ItemType, ...], terms: list[str]
-) -> dict[ItemType, str]:
-    """Per item type, OR the query's terms, leaving out those found in so many documents
-    that scoring their matches would cost more than their low IDF is worth; when every
-    term is that common, require all of them instead."""
-    counts = await store.term_document_counts(item_types, terms, COMMON_TERM_DOCUMENTS)
-    matches = {}
-    for item_type in item_types:
-        rare = [term for term, count in zip(terms, counts[item_type], strict=True)
-                if count < COMMON_TERM_DOCUMENTS]
-        expression = fts_match_expression(rare) or fts_match_expression(terms, all_terms=True)
-        assert expression is not None
-        matches[item_type] = expression
-    return matches
 
 
 async def _vector_scores(

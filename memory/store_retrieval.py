@@ -8,7 +8,8 @@ content and keeps one FTS table per item type instead of one per agent.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+import sqlite3
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -16,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from memory.db import Database, require_agent
+from memory.query_terms import affordable_terms, quoted
 from memory.records import ITEM_TYPES, ItemType
 
 
@@ -48,6 +50,10 @@ _FTS = {
                 "deleted_at IS NULL"),
     "transcript": ("transcript_fts", "transcript", "at", "1"),
 }
+# When a term is too common to score everywhere and an agent's share of its newest matches
+# is small, the agent's own newest matches are looked for among this many times the
+# match budget of the newest matches of all agents.
+OWN_MATCHES_WALK = 10
 _EMBED_SOURCES = {
     "fact": "SELECT id, agent_id, content FROM facts b WHERE valid_to IS NULL "
             "AND deleted_at IS NULL",
@@ -55,68 +61,50 @@ _EMBED_SOURCES = {
                "WHERE deleted_at IS NULL",
     # A message is embedded with the one before it in its session: a reply ("yes, twice!")
     # means little alone. Measured on LoCoMo: +4 points of vector recall@10.
+    # `turn_index <= ?` lets the lookup seek the session's index backwards and stop at
+    # once; without it, it walked the session from its start (quadratic in its length).
+    # Within a turn 'assistant' sorts before 'user', i.e. the later message first.
     "transcript": "SELECT id, agent_id, content, at, (SELECT p.content FROM transcript p "
                   "WHERE p.agent_id = b.agent_id AND p.session_id = b.session_id "
-                  "AND (p.turn_index < b.turn_index OR (p.turn_index = b.turn_index "
-                  "AND p.role = 'user' AND b.role = 'assistant')) "
-                  "ORDER BY p.turn_index DESC, p.role = 'assistant' DESC LIMIT 1) "
+                  "AND p.turn_index <= b.turn_index AND (p.turn_index < b.turn_index "
+                  "OR (p.role = 'user' AND b.role = 'assistant')) "
+                  "ORDER BY p.turn_index DESC, p.role LIMIT 1) "
                   "FROM transcript b WHERE 1",
 }
 
 
 class RetrievalQueries(Database):
-    async def fts_candidates(
+    async def bm25_candidates(
         self,
         agent_id: str,
-        matches: Mapping[ItemType, str],
+        terms: Sequence[str],
+        item_types: Sequence[ItemType] = ITEM_TYPES,
         *,
         since: float | None = None,
         limit: int = 50,
+        match_budget: int = 1_000,
     ) -> list[tuple[ItemType, int, float]]:
         """(item_type, item_id, bm25 score; higher is better): for each item type, the best
-        `limit` matches of its FTS5 expression among the agent's visible items.
-        One statement for all types: on a busy machine each round trip to the reader
-        thread costs more than the query itself."""
-        require_agent(agent_id)
-        selects: list[str] = []
-        params: list[Any] = []
-        for item_type, match in matches.items():
-            fts, table, time_column, visible = _FTS[item_type]
-            window = f" AND {time_column} >= ?" if since is not None else ""
-            selects.append(
-                f"SELECT * FROM (SELECT '{item_type}', b.id, -bm25({fts}) FROM {fts} "
-                f"JOIN {table} b ON b.id = {fts}.rowid WHERE {fts} MATCH ? AND b.agent_id = ? "
-                f"AND {visible}{window} ORDER BY bm25({fts}) LIMIT ?)"
-            )
-            params += [match, agent_id, *([since] if since is not None else []), limit]
-        if not selects:
-            return []
-        rows = await self._fetchall(" UNION ALL ".join(selects), params)
-        return [(r[0], r[1], r[2]) for r in rows]
+        `limit` of the agent's visible items matching any of `terms`.
 
-    async def term_document_counts(
-        self, item_types: Sequence[ItemType], terms: Sequence[str], cap: int
-    ) -> dict[ItemType, list[int]]:
-        """For each item type, how many documents (of all agents) contain each term,
-        counting no further than `cap`: cheap even for a term found everywhere."""
-        if not terms or not item_types:
-            return {item_type: [] for item_type in item_types}
-        counters = []
-        for item_type in item_types:
-            fts = _FTS[item_type][0]
-            counters += [
-                f"(SELECT COUNT(*) FROM (SELECT 1 FROM {fts} WHERE {fts} MATCH ? LIMIT ?))"
-            ] * len(terms)
-        row = await self._fetchone(
-            "SELECT " + ", ".join(counters),
-            [value for _ in item_types for term in terms for value in (f'"{term}"', cap)],
-        )
-        assert row is not None
-        counts = [int(count) for count in row]
-        return {
-            item_type: counts[n * len(terms):(n + 1) * len(terms)]
-            for n, item_type in enumerate(item_types)
-        }
+        BM25 scores every document that matches (FTS5 cannot stop early), so each type
+        scores at most about `match_budget` documents: the rarest terms are kept while
+        their matches fit (see `affordable_terms`), and when even the rarest matches more,
+        only the agent's newest `match_budget` matches of it are scored. Everything runs
+        in one hop to the reader thread."""
+        require_agent(agent_id)
+        if not terms:
+            return []
+
+        def read(conn: sqlite3.Connection) -> list[tuple[ItemType, int, float]]:
+            hits: list[tuple[ItemType, int, float]] = []
+            for item_type in item_types:
+                hits += _bm25_ranking(
+                    conn, agent_id, item_type, terms, since, limit, match_budget
+                )
+            return hits
+
+        return await self._read(read)
 
     async def fetch_items(
         self,
@@ -128,26 +116,31 @@ class RetrievalQueries(Database):
         """The visible items among `keys` (others silently dropped: another agent's,
         superseded, deleted, or outside the time window)."""
         require_agent(agent_id)
-        found: dict[tuple[ItemType, int], StoredItem] = {}
-        for item_type in ITEM_TYPES:
-            ids = [item_id for kind, item_id in keys if kind == item_type]
-            if not ids:
-                continue
-            _, table, time_column, visible = _FTS[item_type]
-            sql = (
-                # `+agent_id` keeps SQLite on the primary key for the id list; with a plain
-                # `agent_id = ?` it walks the agent's whole time index (20 ms at 100k items).
-                f"SELECT *, {time_column} AS item_time FROM {table} WHERE +agent_id = ? "
-                f"AND {visible} AND id IN ({', '.join('?' * len(ids))})"
-            )
-            params: list[Any] = [agent_id, *ids]
-            if since is not None:
-                sql += f" AND {time_column} >= ?"
-                params.append(since)
-            for row in await self._fetchall(sql, params):
-                item = _stored_item(item_type, row)
-                found[(item_type, item.item_id)] = item
-        return found
+
+        def read(conn: sqlite3.Connection) -> dict[tuple[ItemType, int], StoredItem]:
+            found: dict[tuple[ItemType, int], StoredItem] = {}
+            for item_type in ITEM_TYPES:
+                ids = [item_id for kind, item_id in keys if kind == item_type]
+                if not ids:
+                    continue
+                _, table, time_column, visible = _FTS[item_type]
+                sql = (
+                    # `+agent_id` keeps SQLite on the primary key for the id list; with a
+                    # plain `agent_id = ?` it walks the agent's whole time index (20 ms at
+                    # 100k items).
+                    f"SELECT *, {time_column} AS item_time FROM {table} WHERE +agent_id = ? "
+                    f"AND {visible} AND id IN ({', '.join('?' * len(ids))})"
+                )
+                params: list[Any] = [agent_id, *ids]
+                if since is not None:
+                    sql += f" AND {time_column} >= ?"
+                    params.append(since)
+                for row in conn.execute(sql, params):
+                    item = _stored_item(item_type, row)
+                    found[(item_type, item.item_id)] = item
+            return found
+
+        return await self._read(read)
 
     # -- embeddings ---------------------------------------------------------------------
 
@@ -237,3 +230,69 @@ def _stored_item(item_type: ItemType, row: Any) -> StoredItem:
          "started_at": row["started_at"], "ended_at": row["ended_at"],
          "topics": json.loads(row["topics_json"]), "salience": row["salience"]},
     )
+
+
+def _bm25_ranking(
+    conn: sqlite3.Connection,
+    agent_id: str,
+    item_type: ItemType,
+    terms: Sequence[str],
+    since: float | None,
+    limit: int,
+    match_budget: int,
+) -> list[tuple[ItemType, int, float]]:
+    fts, table, time_column, visible = _FTS[item_type]
+    # Document counts over all agents (that is what the scoring walks), each counted no
+    # further than just past the budget: cheap even for a term found everywhere.
+    counter = f"(SELECT COUNT(*) FROM (SELECT 1 FROM {fts} WHERE {fts} MATCH ? LIMIT ?))"
+    counts = conn.execute(
+        "SELECT " + ", ".join([counter] * len(terms)),
+        [value for term in terms for value in (quoted(term), match_budget + 1)],
+    ).fetchone()
+    matches = dict(zip(terms, counts, strict=True))
+    chosen = affordable_terms(terms, list(counts), match_budget)
+    if not chosen:
+        return []
+    match = " OR ".join(quoted(term) for term in chosen)
+    # `+agent_id`: the FTS match drives the join, never the agent's index of all its rows.
+    conditions = f"+b.agent_id = ? AND {visible}"
+    params: list[Any] = [agent_id]
+    if since is not None:
+        conditions += f" AND {time_column} >= ?"
+        params.append(since)
+
+    def ranking(floor: int) -> list[Any]:
+        return conn.execute(
+            f"SELECT b.id, -bm25({fts}) FROM {fts} JOIN {table} b ON b.id = {fts}.rowid "
+            f"WHERE {fts} MATCH ? AND {fts}.rowid >= ? AND {conditions} "
+            f"ORDER BY bm25({fts}) LIMIT ?",
+            [match, floor, *params, limit],
+        ).fetchall()
+
+    def newest(count: int) -> int:
+        """The rowid of the count-th newest match of all agents (0: fewer match)."""
+        found = conn.execute(f"SELECT rowid FROM {fts} WHERE {fts} MATCH ? "
+                             f"ORDER BY rowid DESC LIMIT 1 OFFSET ?", [match, count - 1])
+        row = found.fetchone()
+        return 0 if row is None else int(row[0])
+
+    if sum(matches[term] for term in chosen) <= match_budget:
+        rows = ranking(0)
+    else:
+        # Even the rarest term is too common to score everywhere: score its newest
+        # `match_budget` matches (rowids grow with time), first of all agents, which is
+        # nearly free to find...
+        rows = ranking(newest(match_budget))
+        if len(rows) < limit:
+            # ... and when those are mostly another agent's (or outside the window), this
+            # agent's own newest, looked for among a bounded number of the newest matches:
+            # a term found in more documents than that says next to nothing anyway.
+            walked = newest(match_budget * OWN_MATCHES_WALK)
+            own = conn.execute(
+                f"SELECT {fts}.rowid FROM {fts} JOIN {table} b ON b.id = {fts}.rowid "
+                f"WHERE {fts} MATCH ? AND {fts}.rowid >= ? AND {conditions} "
+                f"ORDER BY {fts}.rowid DESC LIMIT 1 OFFSET ?",
+                [match, walked, *params, match_budget - 1],
+            ).fetchone()
+            rows = ranking(walked if own is None else own[0])
+    return [(item_type, row[0], row[1]) for row in rows]

@@ -155,7 +155,7 @@ async def test_near_duplicate_episodes_merge_into_the_one_that_happened_first(
     assert (kept.salience, kept.use_count, kept.last_used) == (0.8, 2, NOW - DAY)
     assert (kept.started_at, kept.ended_at) == (NOW - 30 * DAY, NOW - 3 * DAY + 600)
     # The FTS mirror follows: the kept episode is now found by the topic it gained.
-    assert [hit[1] for hit in await store.fts_candidates("agent", {"episode": '"flights"'})] == [
+    assert [hit[1] for hit in await store.bm25_candidates("agent", ["flights"], ("episode",))] == [
         earlier
     ]
     detail = (await store.processing_log("agent"))[0]["detail"]

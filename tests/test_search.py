@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 from config.errors import InvalidRequest
 from memory.embedders import make_embedder
 from memory.models import EpisodeDraft, FactDraft
+from memory.query_terms import affordable_terms
 from memory.records import TranscriptMessage
 from memory.search import BM25_ONLY, Fusion, search
 from memory.store import Store
@@ -88,6 +89,41 @@ async def test_vectors_find_what_words_alone_miss(store: Store) -> None:
     results = await search(store, "agent", "blue whale", fusion=vector_only, top_k=1)
     assert [r.text for r in results] == ["blue whale"]
     assert results[0].components["bm25"] == 0.0
+
+
+def test_affordable_terms_keeps_the_rarest_within_the_budget() -> None:
+    terms = ["went", "kayaking", "maria", "zebra"]
+    # Query order kept; the commonest dropped once the budget is spent.
+    assert affordable_terms(terms, [900, 40, 300, 0], 500) == ["kayaking", "maria"]
+    assert affordable_terms(terms, [900, 40, 300, 0], 2_000) == ["went", "kayaking", "maria"]
+    # The rarest term found is kept even when it alone is over the budget.
+    assert affordable_terms(terms, [900, 700, 800, 0], 500) == ["kayaking"]
+    assert affordable_terms(terms, [0, 0, 0, 0], 500) == []
+
+
+async def test_the_commonest_terms_give_way_to_the_match_budget(store: Store) -> None:
+    await say(store, "agent", *[f"an apple a day number {n}" for n in range(6)],
+              "a kiwi and an apple")
+    budget_three = Fusion(vector_weight=0.0, match_budget=3)
+    # "apple" (7 documents) does not fit next to "kiwi" (1): only kiwi is scored.
+    results = await search(store, "agent", "apple kiwi", fusion=budget_three)
+    assert [r.text for r in results] == ["a kiwi and an apple"]
+    # Alone and over the budget, a term is scored on its newest matches.
+    results = await search(store, "agent", "apple", fusion=budget_three)
+    assert sorted(r.text for r in results) == [
+        "a kiwi and an apple", "an apple a day number 4", "an apple a day number 5"]
+    exact = await search(store, "agent", "apple", fusion=BM25_ONLY)
+    assert len(exact) == 7
+
+
+async def test_the_match_budget_never_hides_an_agent_behind_a_busier_one(store: Store) -> None:
+    await say(store, "quiet", "my apple tree", "apple pie recipe", at=NOW - 30 * DAY)
+    await say(store, "busy", *[f"apple number {n}" for n in range(10)])
+    # The newest "apple" documents of all agents are the busy agent's: the quiet agent's
+    # own newest matches are scored instead.
+    results = await search(store, "quiet", "apple", fusion=Fusion(vector_weight=0.0,
+                                                                 match_budget=3))
+    assert sorted(r.text for r in results) == ["apple pie recipe", "my apple tree"]
 
 
 class BrokenEmbedder:

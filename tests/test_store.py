@@ -14,6 +14,7 @@ from memory.models import EpisodeDraft, FactDraft, Turn
 from memory.records import TranscriptMessage
 from memory.schema import MIGRATIONS
 from memory.store import Store
+from memory.store_retrieval import _EMBED_SOURCES
 
 
 def raw(path: Path) -> sqlite3.Connection:
@@ -45,7 +46,7 @@ async def test_database_at_previous_step_upgrades(tmp_path: Path) -> None:
     try:
         session_id, _ = await upgraded.session("a", "s")
         await upgraded.add_transcript("a", session_id, messages("the zebra grazes"))
-        assert await upgraded.fts_candidates("a", {"transcript": '"zebra"'})
+        assert await upgraded.bm25_candidates("a", ["zebra"], ("transcript",))
     finally:
         await upgraded.close()
     reopened = await Store.open(tmp_path, embedder, start_worker=False)
@@ -74,6 +75,25 @@ async def test_transcript_inserts_are_idempotent(store: Store) -> None:
         (0, "user", "hi"), (0, "assistant", "hello"),
         (1, "user", "how are you"), (1, "assistant", "fine"),
     ]
+
+
+async def test_a_message_is_embedded_with_the_one_before_it(store: Store) -> None:
+    session_id, _ = await store.session("agent", "s")
+    await store.add_transcript("agent", session_id, messages("q0", "a0", "q1", "a1", "q2"))
+    other_id, _ = await store.session("agent", "other")
+    await store.add_transcript("agent", other_id, messages("elsewhere", start=5))
+    items = await store.items_needing_vectors("hashing", "transcript")
+    day = "01 January 1970"
+    assert [item.text for item in items] == [
+        f"{day}: q0", f"{day}: q0\na0", f"{day}: a0\nq1", f"{day}: q1\na1",
+        f"{day}: a1\nq2", f"{day}: elsewhere",
+    ]
+    # The previous message is found by seeking the session's index, not by walking the
+    # session from its start (which made long sessions quadratic to embed).
+    source = _EMBED_SOURCES["transcript"]
+    with raw(store.path) as db:
+        plan = " ".join(row[3] for row in db.execute(f"EXPLAIN QUERY PLAN {source}"))
+    assert "turn_index<" in plan.replace(" ", "")
 
 
 async def test_record_turns_stores_messages_and_signals_once(store: Store) -> None:
@@ -152,8 +172,8 @@ async def test_fts_mirrors_follow_updates_and_deletes(store: Store) -> None:
     await store.add_transcript("agent", session_id, messages("my cat Miso sleeps"))
     episode_id = await store.add_episode("agent", EpisodeDraft("Talked about pets",
                                                               topics=["cats"]))
-    assert await store.fts_candidates("agent", {"fact": '"miso"'})
-    assert await store.fts_candidates("agent", {"episode": '"cats"'})
+    assert await store.bm25_candidates("agent", ["miso"], ("fact",))
+    assert await store.bm25_candidates("agent", ["cats"], ("episode",))
 
     with raw(store.path) as db:
         db.execute("UPDATE facts SET content = 'The dog is called Rex' WHERE id = ?", (fact_id,))
@@ -163,12 +183,12 @@ async def test_fts_mirrors_follow_updates_and_deletes(store: Store) -> None:
         for table in ("facts_fts", "episodes_fts", "transcript_fts"):
             db.execute(f"INSERT INTO {table} ({table}) VALUES ('integrity-check')")
 
-    assert await store.fts_candidates("agent", {"fact": '"miso"'}) == []
-    rex = await store.fts_candidates("agent", {"fact": '"rex"'})
+    assert await store.bm25_candidates("agent", ["miso"], ("fact",)) == []
+    rex = await store.bm25_candidates("agent", ["rex"], ("fact",))
     assert [(item_type, item_id) for item_type, item_id, _ in rex] == [("fact", fact_id)]
-    assert await store.fts_candidates("agent", {"episode": '"cats"'}) == []
-    assert await store.fts_candidates("agent", {"episode": '"dogs"'})
-    assert await store.fts_candidates("agent", {"transcript": '"sleeps"'}) == []
+    assert await store.bm25_candidates("agent", ["cats"], ("episode",)) == []
+    assert await store.bm25_candidates("agent", ["dogs"], ("episode",))
+    assert await store.bm25_candidates("agent", ["sleeps"], ("transcript",)) == []
 
 
 async def test_episodes_use_counts_and_entities(store: Store) -> None:
@@ -200,7 +220,7 @@ async def test_agents_never_see_each_others_rows(store: Store) -> None:
     assert await store.current_facts("b") == []
     assert await store.pending_signals("b", session_a) == []
     assert await store.entity_names("b") == []
-    assert await store.fts_candidates("b", {"transcript": '"secret"'}) == []
+    assert await store.bm25_candidates("b", ["secret"], ("transcript",)) == []
     assert await store.session_transcript("b", session_a) == []
     assert not await store.delete_fact("b", 1)
 

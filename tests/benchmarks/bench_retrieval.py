@@ -6,6 +6,11 @@ and recall@k = |evidence turns in the top k| / |evidence turns| is averaged.
 
     python -m tests.benchmarks.bench_retrieval                  # bm25 + wordllama hybrid
     python -m tests.benchmarks.bench_retrieval --backends wordllama minilm --date-prefix
+    python -m tests.benchmarks.bench_retrieval --haystack 100000 --match-budgets 500 1000
+
+With --haystack N all conversations share one store with a neighbour agent holding N
+synthetic messages (tests/benchmarks/seed.py): term statistics then come from a large
+store, where the search's match budget leaves the commonest query terms out.
 """
 
 from __future__ import annotations
@@ -16,7 +21,7 @@ import tempfile
 import time
 from collections import defaultdict
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -25,9 +30,11 @@ from memory.records import Role, TranscriptMessage
 from memory.search import BM25_ONLY, DEFAULT_FUSION, DEFAULT_MMR_LAMBDA, Fusion, search
 from memory.store import Store
 from tests.benchmarks import locomo
+from tests.benchmarks.seed import printed_progress, seed_store
 
 RESULTS_FILE = Path(__file__).with_name("results") / "retrieval.txt"
 KS = (5, 10)
+HAYSTACK_AGENT = "haystack"
 
 
 @dataclass(frozen=True)
@@ -86,15 +93,20 @@ class _Tally:
 
 async def _evaluate(
     backend: str, variants: Sequence[Variant], samples: Sequence[locomo.LocomoSample],
-    date_prefix: bool,
+    date_prefix: bool, haystack: int,
 ) -> list[dict[str, Any]]:
     """Index every conversation once with `backend`, then run each variant's searches."""
     embedder = make_embedder(backend)
     tallies = [_Tally(variant.name) for variant in variants]
     with tempfile.TemporaryDirectory(prefix="mnemo-bench-") as folder:
+        shared = None
+        if haystack:
+            shared = await Store.open(Path(folder) / "shared", embedder, start_worker=False)
+            await seed_store(shared, HAYSTACK_AGENT, haystack,
+                             progress=printed_progress(f"retrieval haystack, {backend}"))
         for sample in samples:
-            store = await Store.open(Path(folder) / sample.sample_id, embedder,
-                                     start_worker=False)
+            store = shared or await Store.open(Path(folder) / sample.sample_id, embedder,
+                                               start_worker=False)
             try:
                 dia_ids = await _index(store, sample, date_prefix)
                 for question in sample.questions:
@@ -113,24 +125,36 @@ async def _evaluate(
                                  for r in results]
                         tally.add(question.category, set(question.evidence), found, seconds)
             finally:
-                await store.close()
+                if store is not shared:
+                    await store.close()
+        if shared is not None:
+            await shared.close()
     return [tally.figures() for tally in tallies]
 
 
-def _variants(backends: Sequence[str], mmr: float | None) -> list[Variant]:
+def _variants(
+    backends: Sequence[str], mmr: float | None, budgets: Sequence[int] | None
+) -> list[Variant]:
     variants = [Variant("bm25", "hashing", BM25_ONLY)]
+    for budget in budgets or ():
+        variants.append(Variant(f"bm25-budget{budget}", "hashing",
+                                replace(BM25_ONLY, match_budget=budget)))
     for backend in backends:
         variants.append(Variant(f"vector-{backend}", backend, Fusion(vector_weight=1.0)))
         variants.append(Variant(f"hybrid-{backend}", backend, DEFAULT_FUSION))
+        for budget in budgets or ():
+            variants.append(Variant(f"hybrid-{backend}-budget{budget}", backend,
+                                    replace(DEFAULT_FUSION, match_budget=budget)))
         if mmr is not None:
             variants.append(Variant(f"hybrid-{backend}-mmr{mmr}", backend, DEFAULT_FUSION, mmr))
     return variants
 
 
-def _table(rows: list[dict[str, Any]], date_prefix: bool) -> str:
+def _table(rows: list[dict[str, Any]], date_prefix: bool, haystack: int) -> str:
     columns = ["recall@5", "recall@10"] + [f"cat{c}@10" for c in locomo.RETRIEVAL_CATEGORIES]
     lines = [f"LoCoMo evidence recall, categories 1-4, transcript scope"
-             f"{', date-prefixed turns' if date_prefix else ''}",
+             f"{', date-prefixed turns' if date_prefix else ''}"
+             f"{f', next to a {haystack:,}-message agent' if haystack else ''}",
              f"{'variant':<26}" + "".join(f"{c:>11}" for c in columns) + f"{'p50 ms':>9}"]
     for row in rows:
         lines.append(f"{row['variant']:<26}" + "".join(f"{row[c]:>11.3f}" for c in columns)
@@ -146,17 +170,22 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
                         help="prefix each turn with its session date")
     parser.add_argument("--mmr", type=float, default=None, help="also test MMR with this lambda")
     parser.add_argument("--samples", type=int, default=None, help="only the first N samples")
+    parser.add_argument("--haystack", type=int, default=0,
+                        help="share the store with an agent holding this many messages")
+    parser.add_argument("--match-budgets", type=int, nargs="*", default=None,
+                        help="also test these BM25 match budgets")
     args = parser.parse_args(argv)
     if not locomo.available():
         print(locomo.unavailable_message())
         return {}
     samples = locomo.load()[: args.samples]
     by_backend: dict[str, list[Variant]] = defaultdict(list)
-    for variant in _variants(args.backends, args.mmr):
+    for variant in _variants(args.backends, args.mmr, args.match_budgets):
         by_backend[variant.backend].append(variant)
     rows = [row for backend, variants in by_backend.items()
-            for row in asyncio.run(_evaluate(backend, variants, samples, args.date_prefix))]
-    table = _table(rows, args.date_prefix)
+            for row in asyncio.run(
+                _evaluate(backend, variants, samples, args.date_prefix, args.haystack))]
+    table = _table(rows, args.date_prefix, args.haystack)
     print(table)
     RESULTS_FILE.parent.mkdir(exist_ok=True)
     RESULTS_FILE.write_text(table + "\n", encoding="utf-8")
