@@ -51,7 +51,7 @@ STAGES = (
     Stage("bench_embeddings", "Embedder speed and LoCoMo dense recall",
           ("--quick",), ("--quick", "--backends", "hashing", "wordllama")),
     Stage("bench_search", "memory.search latency on synthetic transcript messages",
-          ("--sizes", "10000", "--backend", "wordllama"),
+          ("--sizes", "10000", "100000", "--backend", "wordllama"),
           ("--sizes", "2000", "--backend", "wordllama")),
     Stage("bench_retrieval", "LoCoMo evidence recall of memory.search",
           (), ("--samples", "1")),
