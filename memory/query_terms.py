@@ -14,6 +14,10 @@ from collections.abc import Sequence
 # Past this many distinct terms a query is a pasted document, not a question; the first
 # terms carry the intent and keep the FTS query cheap.
 MAX_TERMS = 48
+# The terms of one query together may match this many times a term's budget: measured on
+# LoCoMo (make eval), a budget on the sum alone dropped informative terms in mid-sized
+# stores (in-block evidence recall 0.635 -> 0.618); twice it cost 0.004.
+TOTAL_BUDGETS = 2
 _WORD = re.compile(r"\w+")
 
 # Function words that match nearly every message: dropping them cuts BM25 noise and the
@@ -46,8 +50,9 @@ def quoted(term: str) -> str:
 
 
 def affordable_terms(terms: Sequence[str], counts: Sequence[int], budget: int) -> list[str]:
-    """The terms worth scoring, in query order: rarest first while the documents they
-    match add up to at most `budget`, and always the rarest one found at all.
+    """The terms worth scoring, in query order: rarest first, each matching at most
+    `budget` documents and all of them together at most TOTAL_BUDGETS x `budget`; the
+    rarest term found at all is always kept, however common.
 
     A term dropped here is one of the most common in the store, so its IDF is the lowest
     of the query's terms: the ranking loses the least information where it saves the
@@ -56,7 +61,7 @@ def affordable_terms(terms: Sequence[str], counts: Sequence[int], budget: int) -
     chosen: set[int] = set()
     total = 0
     for count, n in found:
-        if chosen and total + count > budget:
+        if chosen and (count > budget or total + count > TOTAL_BUDGETS * budget):
             break
         chosen.add(n)
         total += count

@@ -38,10 +38,12 @@ SECONDS_PER_DAY = 86_400.0
 # ones: age breaks near-ties but cannot bury a strong old match.
 RECENCY_WEIGHT = 0.5
 DEFAULT_MMR_LAMBDA: float | None = None
-# BM25 scores every document matching any term (FTS5 cannot stop early), at about 3 us a
-# document, so a search scores at most this many per item type: the rarest terms while
-# their matches fit. Below it (every store up to several thousand items) ranking is exact
-# BM25. Measured in tests/benchmarks/bench_search.py and bench_retrieval.py.
+# BM25 scores every document matching any term (FTS5 cannot stop early), at 1-3 us a
+# document, so a term found in more documents than this is left out when the query has
+# rarer ones (see query_terms.affordable_terms), and scored on its newest matches when it
+# has not. Small stores rank exactly. Measured with tests/benchmarks/bench_search.py,
+# bench_read_path.py (latency at 100k items), bench_retrieval.py --haystack and
+# eval_locomo.py (recall).
 MATCH_BUDGET = 500
 FETCH_MARGIN = 10
 

@@ -82,16 +82,16 @@ class RetrievalQueries(Database):
         *,
         since: float | None = None,
         limit: int = 50,
-        match_budget: int = 1_000,
+        match_budget: int = 500,
     ) -> list[tuple[ItemType, int, float]]:
         """(item_type, item_id, bm25 score; higher is better): for each item type, the best
         `limit` of the agent's visible items matching any of `terms`.
 
-        BM25 scores every document that matches (FTS5 cannot stop early), so each type
-        scores at most about `match_budget` documents: the rarest terms are kept while
-        their matches fit (see `affordable_terms`), and when even the rarest matches more,
-        only the agent's newest `match_budget` matches of it are scored. Everything runs
-        in one hop to the reader thread."""
+        BM25 scores every document that matches (FTS5 cannot stop early), so the work
+        per type is bounded: only the rarest terms, each matching at most `match_budget`
+        documents (see `affordable_terms`), and when even the rarest matches more, only
+        the agent's newest `match_budget` matches of it. Everything runs in one hop to
+        the reader thread."""
         require_agent(agent_id)
         if not terms:
             return []
@@ -276,7 +276,7 @@ def _bm25_ranking(
         row = found.fetchone()
         return 0 if row is None else int(row[0])
 
-    if sum(matches[term] for term in chosen) <= match_budget:
+    if all(matches[term] <= match_budget for term in chosen):
         rows = ranking(0)
     else:
         # Even the rarest term is too common to score everywhere: score its newest

@@ -99,6 +99,8 @@ def test_affordable_terms_keeps_the_rarest_within_the_budget() -> None:
     # The rarest term found is kept even when it alone is over the budget.
     assert affordable_terms(terms, [900, 700, 800, 0], 500) == ["kayaking"]
     assert affordable_terms(terms, [0, 0, 0, 0], 500) == []
+    # Together the terms may match twice the budget.
+    assert affordable_terms(terms, [400, 400, 400, 0], 500) == ["went", "kayaking"]
 
 
 async def test_the_commonest_terms_give_way_to_the_match_budget(store: Store) -> None:
