@@ -53,6 +53,7 @@ class Reader:
     def __init__(self, executor: ThreadPoolExecutor, conn: sqlite3.Connection) -> None:
         self._executor = executor
         self._conn = conn
+        self._closed = False
 
     @classmethod
     async def open(cls, path: Path) -> Reader:
@@ -75,11 +76,18 @@ class Reader:
 
     async def run(self, read: Callable[[sqlite3.Connection], T]) -> T:
         """`read(connection)` on the reader's thread: any number of statements, one hop."""
+        if self._closed:
+            raise MemoryFailure("the memory store is closed")
         return await asyncio.get_running_loop().run_in_executor(self._executor, read, self._conn)
 
     async def close(self) -> None:
-        await self.run(lambda conn: conn.close())
-        self._executor.shutdown(wait=True)
+        if self._closed:
+            return
+        try:
+            await self.run(lambda conn: conn.close())
+        finally:
+            self._closed = True
+            self._executor.shutdown(wait=False)
 
 
 def require_agent(agent_id: str) -> str:
@@ -91,7 +99,8 @@ def require_agent(agent_id: str) -> str:
 
 
 class Database:
-    """Owns the connections; store mixins build their SQL on `_write()` and `_fetch*()`."""
+    """Owns the connections; store mixins build their SQL on `_write()`, `_read()` (several
+    statements, one hop) and `_fetch*()`."""
 
     def __init__(self, path: Path, writer: aiosqlite.Connection, reader: Reader):
         self.path = path
@@ -137,8 +146,17 @@ class Database:
             await self._writer.commit()
 
     async def _read(self, read: Callable[[sqlite3.Connection], T]) -> T:
-        """Run a read of several statements on the reader connection in one hop."""
-        return await self._reader.run(read)
+        """Run a read of several statements on the reader connection in one hop, all of
+        them on one snapshot (a write committed meanwhile is seen by none or all)."""
+
+        def in_one_snapshot(conn: sqlite3.Connection) -> T:
+            conn.execute("BEGIN")
+            try:
+                return read(conn)
+            finally:
+                conn.execute("COMMIT")
+
+        return await self._reader.run(in_one_snapshot)
 
     async def _fetchall(self, sql: str, params: Iterable[Any] = ()) -> list[sqlite3.Row]:
         values = tuple(params)

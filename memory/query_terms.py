@@ -52,7 +52,8 @@ def quoted(term: str) -> str:
 def affordable_terms(terms: Sequence[str], counts: Sequence[int], budget: int) -> list[str]:
     """The terms worth scoring, in query order: rarest first, each matching at most
     `budget` documents and all of them together at most TOTAL_BUDGETS x `budget`; the
-    rarest term found at all is always kept, however common.
+    rarest term found at all is always kept, however common (where counts stop just past
+    the budget, those past it tie and the query's first of them is kept).
 
     A term dropped here is one of the most common in the store, so its IDF is the lowest
     of the query's terms: the ranking loses the least information where it saves the

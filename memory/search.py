@@ -1,8 +1,8 @@
 """Hybrid search: the one retrieval function behind the planner, the API and the benchmarks.
 
-BM25 candidates from FTS5 (any query term, per item type) and nearest neighbours from the
-agent's usearch index are each normalised over their candidate pool and blended;
-optional recency decay and MMR re-ranking follow. Every item is re-read from SQLite with
+BM25 candidates from FTS5 (any of the query's affordable terms, per item type; see
+MATCH_BUDGET) and nearest neighbours from the agent's usearch index are each normalised
+over their candidate pool and blended; optional recency decay and MMR re-ranking follow. Every item is re-read from SQLite with
 the agent, scope, time window and "current fact" filters, so nothing another agent owns,
 superseded or deleted can be returned, whatever the vector index holds.
 """
@@ -40,10 +40,11 @@ RECENCY_WEIGHT = 0.5
 DEFAULT_MMR_LAMBDA: float | None = None
 # BM25 scores every document matching any term (FTS5 cannot stop early), at 1-3 us a
 # document, so a term found in more documents than this is left out when the query has
-# rarer ones (see query_terms.affordable_terms), and scored on its newest matches when it
-# has not. Small stores rank exactly. Measured with tests/benchmarks/bench_search.py,
-# bench_read_path.py (latency at 100k items), bench_retrieval.py --haystack and
-# eval_locomo.py (recall).
+# rarer ones (see query_terms.affordable_terms); when it has not, the documents holding
+# every term are scored, or else the latest matches (store_retrieval.bm25_candidates).
+# Ranking is exact while no query term matches more documents than this. Measured with
+# tests/benchmarks/bench_search.py, bench_read_path.py (latency at 100k items),
+# bench_retrieval.py --haystack and eval_locomo.py (recall).
 MATCH_BUDGET = 500
 FETCH_MARGIN = 10
 

@@ -89,9 +89,9 @@ class RetrievalQueries(Database):
 
         BM25 scores every document that matches (FTS5 cannot stop early), so the work
         per type is bounded: only the rarest terms, each matching at most `match_budget`
-        documents (see `affordable_terms`), and when even the rarest matches more, only
-        the agent's newest `match_budget` matches of it. Everything runs in one hop to
-        the reader thread."""
+        documents (see `affordable_terms`); when every term matches more, the documents
+        holding all of them, or else only the latest `match_budget` matches. Everything
+        runs in one hop to the reader thread, on one snapshot."""
         require_agent(agent_id)
         if not terms:
             return []
@@ -242,18 +242,10 @@ def _bm25_ranking(
     match_budget: int,
 ) -> list[tuple[ItemType, int, float]]:
     fts, table, time_column, visible = _FTS[item_type]
-    # Document counts over all agents (that is what the scoring walks), each counted no
-    # further than just past the budget: cheap even for a term found everywhere.
-    counter = f"(SELECT COUNT(*) FROM (SELECT 1 FROM {fts} WHERE {fts} MATCH ? LIMIT ?))"
-    counts = conn.execute(
-        "SELECT " + ", ".join([counter] * len(terms)),
-        [value for term in terms for value in (quoted(term), match_budget + 1)],
-    ).fetchone()
-    matches = dict(zip(terms, counts, strict=True))
-    chosen = affordable_terms(terms, list(counts), match_budget)
+    counts = _capped_counts(conn, fts, [quoted(term) for term in terms], match_budget + 1)
+    chosen = affordable_terms(terms, counts, match_budget)
     if not chosen:
         return []
-    match = " OR ".join(quoted(term) for term in chosen)
     # `+agent_id`: the FTS match drives the join, never the agent's index of all its rows.
     conditions = f"+b.agent_id = ? AND {visible}"
     params: list[Any] = [agent_id]
@@ -261,38 +253,65 @@ def _bm25_ranking(
         conditions += f" AND {time_column} >= ?"
         params.append(since)
 
-    def ranking(floor: int) -> list[Any]:
-        return conn.execute(
+    def ranking(match: str, floor: int) -> list[tuple[ItemType, int, float]]:
+        rows = conn.execute(
             f"SELECT b.id, -bm25({fts}) FROM {fts} JOIN {table} b ON b.id = {fts}.rowid "
             f"WHERE {fts} MATCH ? AND {fts}.rowid >= ? AND {conditions} "
             f"ORDER BY bm25({fts}) LIMIT ?",
             [match, floor, *params, limit],
-        ).fetchall()
+        )
+        return [(item_type, row[0], row[1]) for row in rows]
 
-    def newest(count: int) -> int:
-        """The rowid of the count-th newest match of all agents (0: fewer match)."""
+    def newest(match: str, count: int) -> int:
+        """The rowid of the count-th latest stored match of all agents (0: fewer match)."""
         found = conn.execute(f"SELECT rowid FROM {fts} WHERE {fts} MATCH ? "
                              f"ORDER BY rowid DESC LIMIT 1 OFFSET ?", [match, count - 1])
         row = found.fetchone()
         return 0 if row is None else int(row[0])
 
-    if all(matches[term] <= match_budget for term in chosen):
-        rows = ranking(0)
-    else:
-        # Even the rarest term is too common to score everywhere: score its newest
-        # `match_budget` matches (rowids grow with time), first of all agents, which is
-        # nearly free to find...
-        rows = ranking(newest(match_budget))
-        if len(rows) < limit:
-            # ... and when those are mostly another agent's (or outside the window), this
-            # agent's own newest, looked for among a bounded number of the newest matches:
-            # a term found in more documents than that says next to nothing anyway.
-            walked = newest(match_budget * OWN_MATCHES_WALK)
-            own = conn.execute(
-                f"SELECT {fts}.rowid FROM {fts} JOIN {table} b ON b.id = {fts}.rowid "
-                f"WHERE {fts} MATCH ? AND {fts}.rowid >= ? AND {conditions} "
-                f"ORDER BY {fts}.rowid DESC LIMIT 1 OFFSET ?",
-                [match, walked, *params, match_budget - 1],
-            ).fetchone()
-            rows = ranking(walked if own is None else own[0])
-    return [(item_type, row[0], row[1]) for row in rows]
+    scored = [count for term, count in zip(terms, counts, strict=True) if term in chosen]
+    if max(scored) <= match_budget:
+        return ranking(" OR ".join(quoted(term) for term in chosen), 0)
+
+    # Every term of the query is too common to score everywhere (counted no further than
+    # the budget, they tie: `chosen` holds the query's first). The documents holding all
+    # of them say the most about the query, when there are any...
+    match = quoted(chosen[0])
+    found = [quoted(term) for term, count in zip(terms, counts, strict=True) if count]
+    if len(found) > 1:
+        every = " AND ".join(found)
+        together = _capped_counts(conn, fts, [every], match_budget + 1)[0]
+        if 0 < together <= match_budget:
+            return ranking(every, 0)
+        if together:
+            match = every
+    # ... otherwise only the latest `match_budget` stored matches are scored: first of all
+    # agents, which is nearly free to find...
+    hits = ranking(match, newest(match, match_budget))
+    if len(hits) < limit:
+        # ... and when those are mostly another agent's (or outside the window), this
+        # agent's own latest, looked for among a bounded number of the latest matches of
+        # all agents: a term found in more documents than that says next to nothing, and
+        # an agent with none of its matches among them gets no text hits for it.
+        walked = newest(match, match_budget * OWN_MATCHES_WALK)
+        own = conn.execute(
+            f"SELECT {fts}.rowid FROM {fts} JOIN {table} b ON b.id = {fts}.rowid "
+            f"WHERE {fts} MATCH ? AND {fts}.rowid >= ? AND {conditions} "
+            f"ORDER BY {fts}.rowid DESC LIMIT 1 OFFSET ?",
+            [match, walked, *params, match_budget - 1],
+        ).fetchone()
+        hits = ranking(match, walked if own is None else own[0])
+    return hits
+
+
+def _capped_counts(
+    conn: sqlite3.Connection, fts: str, expressions: Sequence[str], cap: int
+) -> list[int]:
+    """How many documents (of all agents: that is what scoring walks) match each FTS
+    expression, counted no further than `cap`: cheap even for a term found everywhere."""
+    counter = f"(SELECT COUNT(*) FROM (SELECT 1 FROM {fts} WHERE {fts} MATCH ? LIMIT ?))"
+    row = conn.execute(
+        "SELECT " + ", ".join([counter] * len(expressions)),
+        [value for expression in expressions for value in (expression, cap)],
+    ).fetchone()
+    return [int(count) for count in row]

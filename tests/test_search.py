@@ -99,6 +99,8 @@ def test_affordable_terms_keeps_the_rarest_within_the_budget() -> None:
     # The rarest term found is kept even when it alone is over the budget.
     assert affordable_terms(terms, [900, 700, 800, 0], 500) == ["kayaking"]
     assert affordable_terms(terms, [0, 0, 0, 0], 500) == []
+    # Counts stop just past the budget, so the terms past it tie: the query's first wins.
+    assert affordable_terms(terms, [501, 501, 501, 0], 500) == ["went"]
     # Together the terms may match twice the budget.
     assert affordable_terms(terms, [400, 400, 400, 0], 500) == ["went", "kayaking"]
 
@@ -118,14 +120,27 @@ async def test_the_commonest_terms_give_way_to_the_match_budget(store: Store) ->
     assert len(exact) == 7
 
 
-async def test_the_match_budget_never_hides_an_agent_behind_a_busier_one(store: Store) -> None:
-    await say(store, "quiet", "my apple tree", "apple pie recipe", at=NOW - 30 * DAY)
+async def test_documents_with_every_common_term_come_first(store: Store) -> None:
+    await say(store, "agent", *[f"kiwi {n}" for n in range(5)],
+              *[f"banana {n}" for n in range(8)], "a banana kiwi smoothie")
+    budget_three = Fusion(vector_weight=0.0, match_budget=3)
+    # Both terms are over the budget: the one document holding both, whatever their order.
+    for query in ("kiwi banana", "banana kiwi"):
+        results = await search(store, "agent", query, fusion=budget_three)
+        assert [r.text for r in results] == ["a banana kiwi smoothie"]
+
+
+async def test_the_match_budget_looks_past_a_busier_agent(store: Store) -> None:
+    budget_three = Fusion(vector_weight=0.0, match_budget=3)
+    await say(store, "few", "my apple tree", "apple pie recipe", at=NOW - 30 * DAY)
+    await say(store, "some", *[f"apple crumble {n}" for n in range(5)], at=NOW - 20 * DAY)
     await say(store, "busy", *[f"apple number {n}" for n in range(10)])
-    # The newest "apple" documents of all agents are the busy agent's: the quiet agent's
-    # own newest matches are scored instead.
-    results = await search(store, "quiet", "apple", fusion=Fusion(vector_weight=0.0,
-                                                                 match_budget=3))
-    assert sorted(r.text for r in results) == ["apple pie recipe", "my apple tree"]
+    # The latest "apple" documents of all agents are the busy agent's: the others' own
+    # latest matches are scored instead (all of them for an agent with fewer).
+    few = await search(store, "few", "apple", fusion=budget_three)
+    assert sorted(r.text for r in few) == ["apple pie recipe", "my apple tree"]
+    some = await search(store, "some", "apple", fusion=budget_three)
+    assert sorted(r.text for r in some) == [f"apple crumble {n}" for n in (2, 3, 4)]
 
 
 class BrokenEmbedder:

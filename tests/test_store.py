@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import asyncio
 import sqlite3
 from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
 
-from config.errors import InvalidRequest
+from config.errors import InvalidRequest, MemoryFailure
 from memory.embedders import make_embedder
 from memory.models import EpisodeDraft, FactDraft, Turn
 from memory.records import TranscriptMessage
@@ -51,6 +52,19 @@ async def test_database_at_previous_step_upgrades(tmp_path: Path) -> None:
         await upgraded.close()
     reopened = await Store.open(tmp_path, embedder, start_worker=False)
     await reopened.close()  # nothing left to apply, nothing applied twice
+
+
+async def test_reads_run_side_by_side_and_stop_cleanly_at_close(tmp_path: Path) -> None:
+    store = await Store.open(tmp_path, make_embedder("hashing"), start_worker=False)
+    session_id, _ = await store.session("a", "s")
+    await store.add_transcript("a", session_id, messages("the zebra grazes", "so it does"))
+    found = await asyncio.gather(*(
+        store.bm25_candidates("a", ["zebra"], ("transcript",)) for _ in range(20)))
+    assert all(len(hits) == 1 for hits in found)
+    await store.close()
+    await store.close()  # a second close is harmless
+    with pytest.raises(MemoryFailure, match="closed"):
+        await store.bm25_candidates("a", ["zebra"], ("transcript",))
 
 
 async def test_session_is_created_once_per_key(store: Store) -> None:
