@@ -2,9 +2,10 @@
 
 BM25 candidates from FTS5 (any of the query's affordable terms, per item type; see
 MATCH_BUDGET) and nearest neighbours from the agent's usearch index are each normalised
-over their candidate pool and blended; optional recency decay and MMR re-ranking follow. Every item is re-read from SQLite with
-the agent, scope, time window and "current fact" filters, so nothing another agent owns,
-superseded or deleted can be returned, whatever the vector index holds.
+over their candidate pool and blended; optional recency decay and MMR re-ranking follow.
+Every item is re-read from SQLite with the agent, scope, time window and "current fact"
+filters, so nothing another agent owns, superseded or deleted can be returned, whatever
+the vector index holds.
 """
 
 from __future__ import annotations
