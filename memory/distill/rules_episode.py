@@ -15,7 +15,8 @@ from memory.distill.rules_text import MONTHS, WEEKDAYS, is_name_like, singular
 from memory.models import EpisodeDraft
 
 if TYPE_CHECKING:
-    from spacy.tokens import Doc, Span, Token
+    from spacy.tokens import Doc, Span
+    from spacy.vocab import Vocab
 
 _MAX_TOPICS = 6
 _MAX_ENTITIES = 10
@@ -33,18 +34,31 @@ _CHATTER = words(
 )
 
 
-def _is_content(token: Token) -> bool:
-    return (
-        token.is_alpha
-        and len(token) > 2
-        and not token.is_stop
-        and token.lower_ not in _CHATTER
-        and not token.lower_.endswith("ly")
+# Word form (spaCy orth id) -> its content term, or None for a word that says nothing.
+# Whether a word is content depends on its form alone, and the same few thousand forms
+# recur in every session: looking them up beats asking each token's attributes.
+# Only the rules thread (see memory/distill/rules.py) touches it.
+_CONTENT_TERMS: dict[int, str | None] = {}
+_CONTENT_TERMS_LIMIT = 200_000
+
+
+def _content_term(vocab: Vocab, orth: int) -> str | None:
+    term = _CONTENT_TERMS.get(orth, "")
+    if term != "":
+        return term
+    lexeme = vocab[orth]
+    lower = lexeme.lower_
+    content = (
+        lexeme.is_alpha
+        and len(lexeme.orth_) > 2
+        and not lexeme.is_stop
+        and lower not in _CHATTER
+        and not lower.endswith("ly")
     )
-
-
-def _term(token: Token) -> str:
-    return singular(token.lower_)
+    if len(_CONTENT_TERMS) >= _CONTENT_TERMS_LIMIT:
+        _CONTENT_TERMS.clear()
+    _CONTENT_TERMS[orth] = found = singular(lower) if content else None
+    return found
 
 
 Weights = dict[str, float]
@@ -56,22 +70,33 @@ def _ranked(weights: Weights, *, singles_only: bool = False) -> list[tuple[str, 
     return sorted(items, key=lambda item: -item[1])
 
 
-def _term_weights(user_docs: Sequence[Doc], assistant_docs: Sequence[Doc]) -> Weights:
-    """Content words and adjacent content-word pairs, the assistant's counting half."""
+def _term_weights(
+    user_docs: Sequence[Doc], assistant_docs: Sequence[Doc]
+) -> tuple[Weights, set[str]]:
+    """Content words and adjacent content-word pairs within a sentence, the assistant's
+    counting half; and the distinct content words of the user alone."""
+    from spacy.attrs import ORTH, SENT_START
+
     weights: Weights = defaultdict(float)
+    user_words: set[str] = set()
     for docs, weight in ((user_docs, 1.0), (assistant_docs, _ASSISTANT_WEIGHT)):
         for doc in docs:
-            for sentence in doc.sents:
-                previous: Token | None = None
-                for token in sentence:
-                    if not _is_content(token):
-                        previous = None
-                        continue
-                    weights[_term(token)] += weight
-                    if previous is not None:
-                        weights[f"{_term(previous)} {_term(token)}"] += weight
-                    previous = token
-    return weights
+            previous: str | None = None
+            # Plain integers, not Token objects: most of the cost of a walk over tokens.
+            for orth, sentence_start in doc.to_array([ORTH, SENT_START]).tolist():
+                term = _content_term(doc.vocab, orth)
+                if term is None:
+                    previous = None
+                    continue
+                if sentence_start == 1:
+                    previous = None
+                weights[term] += weight
+                if docs is user_docs:
+                    user_words.add(term)
+                if previous is not None:
+                    weights[f"{previous} {term}"] += weight
+                previous = term
+    return weights, user_words
 
 
 def _topics(weights: Weights) -> list[str]:
@@ -88,7 +113,8 @@ def _topics(weights: Weights) -> list[str]:
 
 def _sentence_score(sentence: Span, top_terms: set[str], weights: Weights,
                     has_fact: bool) -> float:
-    terms = {_term(t) for t in sentence if _is_content(t)}
+    vocab = sentence.doc.vocab
+    terms = {term for t in sentence if (term := _content_term(vocab, t.orth)) is not None}
     if not terms:
         return 0.0
     overlap = sum(weights.get(t, 0.0) for t in terms & top_terms)
@@ -155,9 +181,8 @@ def build_episode(
     user_docs: Sequence[Doc], assistant_docs: Sequence[Doc], found: Sequence[FoundFact]
 ) -> EpisodeDraft | None:
     """None for a session of small talk: no facts and under three distinct content words."""
-    weights = _term_weights(user_docs, assistant_docs)
-    user_terms = _term_weights(user_docs, ())
-    if not found and sum(1 for t in user_terms if " " not in t) < 3:
+    weights, user_words = _term_weights(user_docs, assistant_docs)
+    if not found and len(user_words) < 3:
         return None
     facts = [f.fact for f in found]
     decisions = [f.content for f in facts if "decision" in f.tags]
