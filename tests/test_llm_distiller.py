@@ -12,6 +12,7 @@ import jinja2
 import pytest
 
 from config.errors import UpstreamError, UpstreamTimeout
+from memory import redact
 from memory.distill.breaker import CircuitBreaker
 from memory.distill.llm import LLMDistiller
 from memory.distill.parse import DISTILLATION_SCHEMA
@@ -269,6 +270,23 @@ def test_looks_like_secret_spares_ordinary_text(text: str) -> None:
 def test_redaction_keeps_the_label() -> None:
     assert redact_secrets("wifi password: hunter2 at home") == "wifi password: [redacted] at home"
     assert redact_secrets("Bearer abcdefghijklmnop1234") == "Bearer [redacted]"
+
+
+@pytest.mark.parametrize("text", [
+    "My PIN code is 4821 and my pın code: 9911", "PASSWORD=Tr0ub4dor&3x", "paſsword: hunter22",
+    "the API KEY is abc123xyz", "ACCESS-TOKEN: qwertyuiop", "Client Secret = s3cr3tv4lue",
+    "BEARER abcdefghijklmnop1234", "key sk-abcdefghijklmnopqrstu and AKIAABCDEFGHIJKLMNOP",
+    "ghp_abcdefghijklmnopqrstuvwxyz0123456789 -----BEGIN RSA PRIVATE KEY-----",
+    "I went hiking with Maria last weekend; it cost about 40 euros.",
+])
+def test_quick_checks_never_spare_what_the_patterns_catch(text: str) -> None:
+    # The same redaction without the substring checks that skip the patterns.
+    reference = redact._KEY_FORMATS.sub(redact.REDACTED, text)
+    reference = redact._LABELLED_SECRET.sub(redact._redact_value, reference)
+    reference = redact._TOKEN_RUN.sub(
+        lambda m: redact.REDACTED if redact._is_random_token(m[0]) else m[0], reference)
+    assert redact_secrets(text) == reference
+    assert looks_like_secret(text) == (reference != text)
 
 
 def test_missing_template_fails_at_construction(tmp_path: Path) -> None:
