@@ -188,6 +188,11 @@ MIGRATIONS: tuple[Migration, ...] = (
     ("m002_full_text_search", _M002_FTS),
     # Consolidation raises a confirmed fact's salience once; promoted_at records that it did.
     ("m003_fact_promotion", "ALTER TABLE facts ADD COLUMN promoted_at REAL;"),
+    # A search scoped to facts or episodes reads just those vectors (see memory/search.py);
+    # the new index serves everything the old one did.
+    ("m004_embeddings_by_type",
+     "CREATE INDEX embeddings_by_agent_model_type ON embeddings (agent_id, model, item_type);"
+     "DROP INDEX embeddings_by_agent_model;"),
 )
 
 

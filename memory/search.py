@@ -188,10 +188,34 @@ async def _vector_scores(
         # search: BM25 results still come back.
         log.exception("query embedding failed; searching by text only")
         return {}
-    # One index holds every item type: ask for more when some types will be filtered out.
+    query = np.asarray(query_vector[0], dtype=np.float32)
+    if "transcript" not in item_types:
+        return await _exact_vector_scores(store, agent_id, query, item_types, pool)
+    # One index holds every item type, transcript messages nearly all of it: ask for more
+    # when the others will be filtered out.
     wanted = pool if len(item_types) == 3 else pool * 3
-    hits = await store.vectors.search(agent_id, np.asarray(query_vector[0]), wanted)
+    hits = await store.vectors.search(agent_id, query, wanted)
     return {(t, i): similarity for t, i, similarity in hits if t in item_types}
+
+
+async def _exact_vector_scores(
+    store: Store,
+    agent_id: str,
+    query: np.ndarray,
+    item_types: tuple[ItemType, ...],
+    pool: int,
+) -> dict[tuple[ItemType, int], float]:
+    """Cosine similarity to each of the agent's vectors of `item_types`, the best `pool`.
+    For facts and episodes: a few percent of an agent's items, so the index's nearest
+    neighbours of every type would hold few of them, and their own vectors number a few
+    thousand at most."""
+    keys, matrix = await store.embedding_matrix(agent_id, store.embedder.name, item_types)
+    if not keys:
+        return {}
+    norms = np.linalg.norm(matrix, axis=1) * float(np.linalg.norm(query))
+    similarities = matrix @ query / np.maximum(norms, 1e-12)
+    best = np.argsort(-similarities)[:pool]
+    return {keys[n]: float(similarities[n]) for n in best}
 
 
 def _blend(

@@ -175,6 +175,28 @@ class RetrievalQueries(Database):
         )
         return int(count or 0)
 
+    async def embedding_matrix(
+        self, agent_id: str, model: str, item_types: Sequence[ItemType]
+    ) -> tuple[list[tuple[ItemType, int]], np.ndarray]:
+        """The keys and vectors (one row each) of the agent's `model` embeddings of
+        `item_types`, read as plain tuples and joined into one matrix in one hop."""
+        require_agent(agent_id)
+
+        def read(conn: sqlite3.Connection) -> tuple[list[tuple[ItemType, int]], np.ndarray]:
+            cursor = conn.cursor()
+            cursor.row_factory = None
+            rows = cursor.execute(
+                "SELECT item_type, item_id, vector FROM embeddings WHERE agent_id = ? "
+                f"AND model = ? AND item_type IN ({', '.join('?' * len(item_types))})",
+                (agent_id, model, *item_types),
+            ).fetchall()
+            if not rows:
+                return [], np.zeros((0, 0), dtype="<f4")
+            matrix = np.frombuffer(b"".join(row[2] for row in rows), dtype="<f4")
+            return [(row[0], row[1]) for row in rows], matrix.reshape(len(rows), -1)
+
+        return await self._read(read)
+
     async def embedding_rows(
         self, agent_id: str, model: str, keys: Sequence[tuple[ItemType, int]] | None = None
     ) -> list[tuple[ItemType, int, np.ndarray]]:

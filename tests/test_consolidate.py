@@ -304,9 +304,10 @@ async def test_bad_arguments_are_refused(store: Store) -> None:
 # -- migration ------------------------------------------------------------------------------
 
 async def test_database_before_promotion_column_upgrades(tmp_path: Path) -> None:
-    assert MIGRATIONS[-1][0] == "m003_fact_promotion"
+    promotion = [name for name, _ in MIGRATIONS].index("m003_fact_promotion")
     embedder = make_embedder("hashing")
-    old = await Store.open(tmp_path, embedder, start_worker=False, migrations=MIGRATIONS[:-1])
+    old = await Store.open(tmp_path, embedder, start_worker=False,
+                           migrations=MIGRATIONS[:promotion])
     fact_id = await old.insert_fact("agent", FactDraft("Drinks green tea"), at=NOW)
     for _ in range(2):
         await old.merge_fact("agent", fact_id, salience=0.0, at=NOW)

@@ -143,6 +143,22 @@ async def test_the_match_budget_looks_past_a_busier_agent(store: Store) -> None:
     assert sorted(r.text for r in some) == [f"apple crumble {n}" for n in (2, 3, 4)]
 
 
+async def test_a_scoped_search_finds_facts_by_vector_among_many_messages(
+    store: Store,
+) -> None:
+    # 400 messages nearer the query than the one fact: nearest neighbours of every type
+    # would all be messages.
+    await say(store, "agent", *[f"blue whale song {n}" for n in range(400)])
+    await store.worker.drain()
+    assert await search(store, "agent", "blue whale", scope="pinned") == []  # no facts yet
+    fact_id = await store.insert_fact("agent", FactDraft("Saw a blue fish and a whale"))
+    await store.worker.drain()
+    results = await search(store, "agent", "blue whale", scope="pinned",
+                           fusion=Fusion(vector_weight=1.0))
+    assert [(r.item_type, r.item_id) for r in results] == [("fact", fact_id)]
+    assert results[0].components["vector"] > 0
+
+
 class BrokenEmbedder:
     name = "broken"
     dim = 8
