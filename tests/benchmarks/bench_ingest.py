@@ -168,7 +168,8 @@ async def _recording_latency(root: str, requests: int) -> dict[str, Any]:
 
 def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--conversations", type=int, default=20)
+    parser.add_argument("--conversations", type=int, default=60,
+                        help="conversations to ingest (3,000 turns: a steadier figure)")
     parser.add_argument("--turns", type=int, default=50, help="turns per conversation")
     parser.add_argument("--parallel", type=int, default=4, help="ingest requests at a time")
     parser.add_argument("--requests", type=int, default=200,
