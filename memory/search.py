@@ -191,10 +191,9 @@ async def _vector_scores(
     query = np.asarray(query_vector[0], dtype=np.float32)
     if "transcript" not in item_types:
         return await _exact_vector_scores(store, agent_id, query, item_types, pool)
-    # One index holds every item type, transcript messages nearly all of it: ask for more
-    # when the others will be filtered out.
-    wanted = pool if len(item_types) == 3 else pool * 3
-    hits = await store.vectors.search(agent_id, query, wanted)
+    # One index holds every item type, transcript messages nearly all of it: a transcript
+    # search loses only a few of its `pool` neighbours to the other types.
+    hits = await store.vectors.search(agent_id, query, pool)
     return {(t, i): similarity for t, i, similarity in hits if t in item_types}
 
 
