@@ -14,6 +14,14 @@ from collections.abc import Sequence
 # Past this many distinct terms a query is a pasted document, not a question; the first
 # terms carry the intent and keep the FTS query cheap.
 MAX_TERMS = 48
+# BM25 scores every document matching any term (FTS5 cannot stop early), at 1-3 us a
+# document, so a term found in more documents than this is left out when the query has
+# rarer ones (see affordable_terms); when it has not, the documents holding
+# every term are scored, or else the latest matches (store_retrieval.bm25_candidates).
+# Ranking is exact while no query term matches more documents than this. Measured with
+# tests/benchmarks/bench_search.py, bench_read_path.py (latency at 100k items),
+# bench_retrieval.py --haystack and eval_locomo.py (recall).
+MATCH_BUDGET = 500
 # The terms of one query together may match this many times a term's budget: measured on
 # LoCoMo (make eval), a budget on the sum alone dropped informative terms in mid-sized
 # stores (in-block evidence recall 0.635 -> 0.618); twice it cost 0.004.

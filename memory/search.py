@@ -1,11 +1,11 @@
 """Hybrid search: the one retrieval function behind the planner, the API and the benchmarks.
 
 BM25 candidates from FTS5 (any of the query's affordable terms, per item type; see
-MATCH_BUDGET) and nearest neighbours from the agent's usearch index are each normalised
-over their candidate pool and blended; optional recency decay and MMR re-ranking follow.
-Every item is re-read from SQLite with the agent, scope, time window and "current fact"
-filters, so nothing another agent owns, superseded or deleted can be returned, whatever
-the vector index holds.
+query_terms.MATCH_BUDGET) and nearest neighbours from the agent's usearch index are each
+normalised over their candidate pool and blended; optional recency decay and MMR
+re-ranking follow. Every item is re-read from SQLite with the agent, scope, time window
+and "current fact" filters, so nothing another agent owns, superseded or deleted can be
+returned, whatever the vector index holds.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ import numpy as np
 from config.errors import InvalidRequest
 from memory.db import require_agent
 from memory.models import SCOPES, Scope
-from memory.query_terms import query_terms
+from memory.query_terms import MATCH_BUDGET, query_terms
 from memory.records import ItemType
 from memory.store_retrieval import StoredItem
 
@@ -39,14 +39,6 @@ SECONDS_PER_DAY = 86_400.0
 # ones: age breaks near-ties but cannot bury a strong old match.
 RECENCY_WEIGHT = 0.5
 DEFAULT_MMR_LAMBDA: float | None = None
-# BM25 scores every document matching any term (FTS5 cannot stop early), at 1-3 us a
-# document, so a term found in more documents than this is left out when the query has
-# rarer ones (see query_terms.affordable_terms); when it has not, the documents holding
-# every term are scored, or else the latest matches (store_retrieval.bm25_candidates).
-# Ranking is exact while no query term matches more documents than this. Measured with
-# tests/benchmarks/bench_search.py, bench_read_path.py (latency at 100k items),
-# bench_retrieval.py --haystack and eval_locomo.py (recall).
-MATCH_BUDGET = 500
 FETCH_MARGIN = 10
 
 _SCOPE_TYPES: dict[Scope | None, tuple[ItemType, ...]] = {

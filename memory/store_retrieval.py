@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from memory.db import Database, require_agent
-from memory.query_terms import affordable_terms, quoted
+from memory.query_terms import MATCH_BUDGET, affordable_terms, quoted
 from memory.records import ITEM_TYPES, ItemType
 
 
@@ -82,7 +82,7 @@ class RetrievalQueries(Database):
         *,
         since: float | None = None,
         limit: int = 50,
-        match_budget: int = 500,
+        match_budget: int = MATCH_BUDGET,
     ) -> list[tuple[ItemType, int, float]]:
         """(item_type, item_id, bm25 score; higher is better): for each item type, the best
         `limit` of the agent's visible items matching any of `terms`.
@@ -198,26 +198,29 @@ class RetrievalQueries(Database):
         return await self._read(read)
 
     async def embedding_rows(
-        self, agent_id: str, model: str, keys: Sequence[tuple[ItemType, int]] | None = None
+        self, agent_id: str, model: str, keys: Sequence[tuple[ItemType, int]]
     ) -> list[tuple[ItemType, int, np.ndarray]]:
-        """(item_type, item_id, vector) of the agent's embeddings for `model`, all of them
-        or only those of `keys`."""
+        """(item_type, item_id, vector) of the agent's `model` embeddings among `keys`."""
         require_agent(agent_id)
-        select = "SELECT item_type, item_id, vector FROM embeddings WHERE "
-        if keys is None:
-            rows = await self._fetchall(select + "agent_id = ? AND model = ?", (agent_id, model))
-        else:
-            rows = []
+
+        def read(conn: sqlite3.Connection) -> list[tuple[ItemType, int, np.ndarray]]:
+            found: list[tuple[ItemType, int, np.ndarray]] = []
             for item_type in ITEM_TYPES:
                 ids = [item_id for kind, item_id in keys if kind == item_type]
                 if ids:
-                    # Unary + keeps the planner on the primary key instead of the agent index.
-                    rows += await self._fetchall(
-                        select + f"item_type = ? AND model = ? AND +agent_id = ? "
-                        f"AND item_id IN ({', '.join('?' * len(ids))})",
-                        (item_type, model, agent_id, *ids),
-                    )
-        return [(r[0], r[1], np.frombuffer(r[2], dtype="<f4")) for r in rows]
+                    # Unary + keeps the planner on the primary key, not the agent index.
+                    found += [
+                        (item_type, row[0], np.frombuffer(row[1], dtype="<f4"))
+                        for row in conn.execute(
+                            "SELECT item_id, vector FROM embeddings WHERE item_type = ? "
+                            "AND model = ? AND +agent_id = ? "
+                            f"AND item_id IN ({', '.join('?' * len(ids))})",
+                            (item_type, model, agent_id, *ids),
+                        )
+                    ]
+            return found
+
+        return await self._read(read)
 
 
 def _embedding_text(item_type: ItemType, row: Any) -> str:

@@ -46,9 +46,9 @@ def key_item(key: int) -> tuple[ItemType, int]:
 class EmbeddingSource(Protocol):
     async def embedding_count(self, agent_id: str, model: str) -> int: ...
 
-    async def embedding_rows(
-        self, agent_id: str, model: str, keys: Sequence[tuple[ItemType, int]] | None = None
-    ) -> list[tuple[ItemType, int, np.ndarray]]: ...
+    async def embedding_matrix(
+        self, agent_id: str, model: str, item_types: Sequence[ItemType]
+    ) -> tuple[list[tuple[ItemType, int]], np.ndarray]: ...
 
 
 @dataclass
@@ -128,11 +128,10 @@ class VectorIndexes:
             return index
         if index is not None or expected:
             log.info("rebuilding vector index of agent %r (%d vectors)", agent_id, expected)
-        rows = await self.source.embedding_rows(agent_id, self.model)
+        items, matrix = await self.source.embedding_matrix(agent_id, self.model, ITEM_TYPES)
         index = self._new_index()
-        if rows:
-            keys = np.array([vector_key(t, i) for t, i, _ in rows], dtype=np.uint64)
-            matrix = np.vstack([vector for _, _, vector in rows])
+        if items:
+            keys = np.array([vector_key(t, i) for t, i in items], dtype=np.uint64)
             await asyncio.to_thread(index.add, keys, matrix)
             self.rebuilds += 1
             await asyncio.to_thread(self._save, agent_id, index)

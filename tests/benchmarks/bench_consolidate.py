@@ -28,6 +28,7 @@ from memory.consolidate import ConsolidationReport, consolidate
 from memory.embedders import make_embedder
 from memory.store import Store
 from tests.benchmarks.bench_search import made_up_vocabulary
+from tests.benchmarks.report import publish
 
 RESULTS_FILE = Path(__file__).with_name("results") / "consolidate.txt"
 AGENT = "bench-agent"
@@ -147,9 +148,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
         for r in rows
     ]
     table = "\n".join(lines)
-    print(table)
-    RESULTS_FILE.parent.mkdir(exist_ok=True)
-    RESULTS_FILE.write_text(table + "\n", encoding="utf-8")
+    publish(table, RESULTS_FILE)
     return {
         f"{r['items']}/{r['pass']}": {k: v for k, v in r.items() if k not in ("items", "pass")}
         for r in rows

@@ -29,6 +29,7 @@ import numpy as np
 
 from memory.embedders import Embedder, make_embedder
 from tests.benchmarks import locomo
+from tests.benchmarks.report import publish
 
 RESULTS_FILE = Path(__file__).with_name("results") / "embeddings.txt"
 BACKENDS = ("hashing", "wordllama", "minilm")
@@ -66,7 +67,9 @@ def _texts(pool: list[str], words: int, count: int, rng: random.Random) -> list[
     return texts
 
 
-def _rate(embedder: Embedder, texts: list[str], per_call: int, min_seconds: float) -> float:
+def embedding_rate(
+    embedder: Embedder, texts: list[str], per_call: int, min_seconds: float
+) -> float:
     """Texts per second, calling with `per_call` texts (cycling through them) for at least
     `min_seconds`: on a busy machine one lost scheduler slice would skew a short run."""
     done, started = 0, time.perf_counter()
@@ -96,7 +99,9 @@ def measure_speed(
             # One untimed pass, so no column pays for first-touch costs (hashing's feature
             # cache, tokenizer and allocator warm-up) that the others then skip.
             embedder.embed(texts)
-            rates = {size: _rate(embedder, texts, size, min_seconds) for size in CALL_SIZES}
+            rates = {
+                size: embedding_rate(embedder, texts, size, min_seconds) for size in CALL_SIZES
+            }
             rows.append(
                 {
                     "backend": backend,
@@ -200,9 +205,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     speed = measure_speed(embedders, 64 if args.quick else 256, 0.5 if args.quick else 3.0)
     recall = measure_recall(embedders, 2 if args.quick else None) if locomo.available() else []
     table = _table(speed, recall, " [--quick]" if args.quick else "")
-    print(table)
-    RESULTS_FILE.parent.mkdir(exist_ok=True)
-    RESULTS_FILE.write_text(table + "\n", encoding="utf-8")
+    publish(table, RESULTS_FILE)
     return {"speed": speed, "recall": recall}
 
 

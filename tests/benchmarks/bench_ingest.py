@@ -34,6 +34,7 @@ from typing import Any
 import aiohttp
 
 from memory.embedders import make_embedder
+from tests.benchmarks.bench_embeddings import embedding_rate
 from tests.benchmarks.bench_proxy import percentile
 from tests.benchmarks.proc import fake_upstream_process, proxy_process
 from tests.benchmarks.seed import TextMaker
@@ -116,17 +117,11 @@ async def _ingest(root: str, bodies: list[dict[str, Any]], parallel: int) -> dic
 def _embedding_rate(texts: list[str], seconds: float) -> dict[str, Any]:
     embedder = make_embedder("wordllama")
     embedder.embed(texts[:EMBED_BATCH])  # loads the model outside the clock
-    done, started = 0, time.perf_counter()
-    while done == 0 or time.perf_counter() - started < seconds:
-        start = done % len(texts)
-        batch = texts[start : start + EMBED_BATCH]
-        embedder.embed(batch)
-        done += len(batch)
     return {
         "embedder": embedder.name,
         "batch": EMBED_BATCH,
         "mean_words": round(statistics.mean(len(t.split()) for t in texts), 1),
-        "texts_per_s": done / (time.perf_counter() - started),
+        "texts_per_s": embedding_rate(embedder, texts, EMBED_BATCH, seconds),
     }
 
 

@@ -30,6 +30,7 @@ from memory.records import Role, TranscriptMessage
 from memory.search import BM25_ONLY, DEFAULT_FUSION, DEFAULT_MMR_LAMBDA, Fusion, search
 from memory.store import Store
 from tests.benchmarks import locomo
+from tests.benchmarks.report import publish
 from tests.benchmarks.seed import printed_progress, seed_store
 
 RESULTS_FILE = Path(__file__).with_name("results") / "retrieval.txt"
@@ -186,9 +187,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
             for row in asyncio.run(
                 _evaluate(backend, variants, samples, args.date_prefix, args.haystack))]
     table = _table(rows, args.date_prefix, args.haystack)
-    print(table)
-    RESULTS_FILE.parent.mkdir(exist_ok=True)
-    RESULTS_FILE.write_text(table + "\n", encoding="utf-8")
+    publish(table, RESULTS_FILE)
     return {row["variant"]: row for row in rows}
 
 

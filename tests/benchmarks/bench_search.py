@@ -27,6 +27,7 @@ from memory.embedding_worker import content_hash
 from memory.records import TranscriptMessage
 from memory.search import BM25_ONLY, DEFAULT_FUSION, Fusion, search
 from memory.store import Store
+from tests.benchmarks.report import publish
 
 RESULTS_FILE = Path(__file__).with_name("results") / "search.txt"
 AGENT = "bench-agent"
@@ -159,9 +160,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
         for r in rows
     ]
     table = "\n".join(lines)
-    print(table)
-    RESULTS_FILE.parent.mkdir(exist_ok=True)
-    RESULTS_FILE.write_text(table + "\n", encoding="utf-8")
+    publish(table, RESULTS_FILE)
     summary = [
         {"figure": f"search p50, {r['variant']}, {r['items']:,} items",
          "value": f"{r['p50']:.1f} ms (p99 {r['p99']:.1f})",

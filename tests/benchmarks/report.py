@@ -8,7 +8,15 @@ name column.
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
+
+
+def publish(text: str, results_file: Path) -> None:
+    """Print a benchmark's plain-text table and keep it in tests/benchmarks/results/."""
+    print(text)
+    results_file.parent.mkdir(exist_ok=True)
+    results_file.write_text(text + "\n", encoding="utf-8")
 
 
 def _is_flat(value: Any) -> bool:
