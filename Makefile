@@ -29,6 +29,9 @@ test: install ## run the test suite
 
 lint: install ## ruff and mypy
 	$(VENV)/bin/ruff check .
+	@# The editable install maps `mnemoproxy` to this folder with an import hook, which
+	@# mypy cannot follow; a link named mnemoproxy outside the tree shows it the package.
+	mkdir -p $(VENV)/typecheck && ln -sfn $(CURDIR) $(VENV)/typecheck/mnemoproxy
 	$(VENV)/bin/mypy
 
 bench: install ## run tests/benchmarks and write BENCHMARKS.md

@@ -1,7 +1,7 @@
 """The settings table as Markdown for README.md.
 
-python -m config.docs            print the table
-python -m config.docs README.md  rewrite the table between the README's markers
+python -m mnemoproxy.config.docs            print the table
+python -m mnemoproxy.config.docs README.md  rewrite the table between the README's markers
 """
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from config.settings import ENV_PREFIX, SETTINGS_TABLE, describe_range
+from mnemoproxy.config.settings import ENV_PREFIX, SETTINGS_TABLE, describe_range
 
 START, END = "<!-- settings:start -->", "<!-- settings:end -->"
 

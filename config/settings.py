@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from config.errors import SettingError
+from mnemoproxy.errors import SettingError
 
 ENV_PREFIX = "MNEMO_"
 DEFAULT_CONFIG_FILE = "mnemoproxy.toml"

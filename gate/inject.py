@@ -11,7 +11,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from memory.turns import latest_user_index
+from mnemoproxy.gate.messages import latest_user_index
 
 
 def inject(messages: list[dict[str, Any]], block: str, mode: str) -> list[dict[str, Any]]:

@@ -16,10 +16,10 @@ from pathlib import Path
 
 import jinja2
 
-from gate.relevance_types import GateDecision
-from gate.tokens import count_tokens
-from memory.search import SearchResult
-from memory.store import Store
+from mnemoproxy.gate.relevance.types import GateDecision
+from mnemoproxy.gate.tokens import count_tokens
+from mnemoproxy.memory.search import SearchResult
+from mnemoproxy.memory.store import Store
 
 TEMPLATES = Path(__file__).parent / "templates"
 FENCE_OPEN = "<recalled_memory>"

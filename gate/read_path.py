@@ -5,12 +5,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from gate.inject import inject
-from gate.planner import MemoryBlock, Planner
-from gate.relevance_types import Gate, GateContext, GateDecision
-from memory.search import SearchResult, search
-from memory.store import Store
-from memory.turns import latest_user_index, message_text
+from mnemoproxy.gate.inject import inject
+from mnemoproxy.gate.messages import latest_user_index, message_text
+from mnemoproxy.gate.planner import MemoryBlock, Planner
+from mnemoproxy.gate.relevance.types import Gate, GateContext, GateDecision
+from mnemoproxy.memory.search import SearchResult, search
+from mnemoproxy.memory.store import Store
 
 # The probe looks this far down the hybrid ranking for its strongest vector match.
 PROBE_TOP_K = 3

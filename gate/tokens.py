@@ -16,7 +16,7 @@ import math
 import warnings
 from collections.abc import Callable
 
-from memory.embedders.base import LazyResource
+from mnemoproxy.memory.embedders.base import LazyResource
 
 ENCODING_NAME = "o200k_base"
 

@@ -46,12 +46,12 @@ from dataclasses import asdict, dataclass
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
-from config.errors import InvalidRequest
-from memory.db import require_agent
-from memory.facts import NEAR_DUPLICATE_JACCARD, normalise
+from mnemoproxy.errors import InvalidRequest
+from mnemoproxy.memory.facts import NEAR_DUPLICATE_JACCARD, normalise
+from mnemoproxy.memory.store.db import require_agent
 
 if TYPE_CHECKING:
-    from memory.store import Store
+    from mnemoproxy.memory.store import Store
 
 SECONDS_PER_DAY = 86_400.0
 PINNED_HALF_LIFE_DAYS = 90.0

@@ -19,13 +19,13 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from memory.records import ITEM_TYPES, ItemType
-from memory.store_retrieval import ItemText
-from memory.vectors import VectorIndexes
+from mnemoproxy.memory.store.records import ITEM_TYPES, ItemType
+from mnemoproxy.memory.store.retrieval import ItemText
+from mnemoproxy.memory.vectors import VectorIndexes
 
 if TYPE_CHECKING:
-    from memory.embedders import Embedder
-    from memory.store import Store
+    from mnemoproxy.memory.embedders import Embedder
+    from mnemoproxy.memory.store import Store
 
 log = logging.getLogger(__name__)
 

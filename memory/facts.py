@@ -14,7 +14,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from memory.models import FactDraft
+from mnemoproxy.memory.models import FactDraft
 
 _WORD = re.compile(r"[^\W_]+", re.UNICODE)
 # Restatements of one fact differ by a word or two ("User likes green tea" / "User really

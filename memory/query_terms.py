@@ -17,7 +17,7 @@ MAX_TERMS = 48
 # BM25 scores every document matching any term (FTS5 cannot stop early), at 1-3 us a
 # document, so a term found in more documents than this is left out when the query has
 # rarer ones (see affordable_terms); when it has not, the documents holding
-# every term are scored, or else the latest matches (store_retrieval.bm25_candidates).
+# every term are scored, or else the latest matches (store/retrieval.py, bm25_candidates).
 # Ranking is exact while no query term matches more documents than this. Measured with
 # tests/benchmarks/bench_search.py, bench_read_path.py (latency at 100k items),
 # bench_retrieval.py --haystack and eval_locomo.py (recall).

@@ -19,15 +19,15 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from config.errors import InvalidRequest
-from memory.db import require_agent
-from memory.models import SCOPES, Scope
-from memory.query_terms import MATCH_BUDGET, query_terms
-from memory.records import ItemType
-from memory.store_retrieval import StoredItem
+from mnemoproxy.errors import InvalidRequest
+from mnemoproxy.memory.models import SCOPES, Scope
+from mnemoproxy.memory.query_terms import MATCH_BUDGET, query_terms
+from mnemoproxy.memory.store.db import require_agent
+from mnemoproxy.memory.store.records import ItemType
+from mnemoproxy.memory.store.retrieval import StoredItem
 
 if TYPE_CHECKING:
-    from memory.store import Store
+    from mnemoproxy.memory.store import Store
 
 log = logging.getLogger(__name__)
 

@@ -22,10 +22,10 @@ from typing import TYPE_CHECKING, Protocol
 import numpy as np
 from usearch.index import Index
 
-from memory.records import ITEM_TYPES, ItemType
+from mnemoproxy.memory.store.records import ITEM_TYPES, ItemType
 
 if TYPE_CHECKING:
-    from memory.embedders import Embedder
+    from mnemoproxy.memory.embedders import Embedder
 
 log = logging.getLogger(__name__)
 

@@ -15,14 +15,14 @@ from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from config.errors import MnemoError
-from memory.debounce import DebounceScheduler
-from memory.distill.breaker import CircuitBreaker
-from memory.distill.protocol import Distiller
-from memory.facts import KnownFact, plan_fact_updates
-from memory.models import Distillation, FactDraft, SessionInput, Turn
-from memory.redact import redact_secrets
-from memory.store import Store
+from mnemoproxy.errors import MnemoError
+from mnemoproxy.memory.debounce import DebounceScheduler
+from mnemoproxy.memory.distill.breaker import CircuitBreaker
+from mnemoproxy.memory.distill.protocol import Distiller
+from mnemoproxy.memory.facts import KnownFact, plan_fact_updates
+from mnemoproxy.memory.models import Distillation, FactDraft, SessionInput, Turn
+from mnemoproxy.memory.redact import redact_secrets
+from mnemoproxy.memory.store import Store
 
 log = logging.getLogger("mnemoproxy.write")
 

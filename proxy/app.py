@@ -11,14 +11,14 @@ from litestar import Litestar, get
 from litestar.datastructures import State
 from litestar.di import NamedDependency, Provide
 
-from config.settings import Settings
-from proxy.chat import chat_completions
-from proxy.errors import EXCEPTION_HANDLERS
-from proxy.memory_api import MEMORY_ROUTES
-from proxy.memory_service import MemoryService
-from proxy.passthrough import pass_through
-from proxy.services import ChatMemory, Services
-from proxy.upstream import Upstream
+from mnemoproxy.config.settings import Settings
+from mnemoproxy.proxy.chat import chat_completions
+from mnemoproxy.proxy.errors import EXCEPTION_HANDLERS
+from mnemoproxy.proxy.memory_api import MEMORY_ROUTES
+from mnemoproxy.proxy.memory_service import MemoryService
+from mnemoproxy.proxy.passthrough import pass_through
+from mnemoproxy.proxy.services import ChatMemory, Services
+from mnemoproxy.proxy.upstream import Upstream
 
 log = logging.getLogger("mnemoproxy")
 

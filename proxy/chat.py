@@ -8,10 +8,10 @@ from typing import Any
 from litestar import Request, Response, post
 from litestar.di import NamedDependency
 
-from config.errors import InvalidRequest
-from proxy.relay import relay
-from proxy.services import Services
-from proxy.upstream import forward_headers
+from mnemoproxy.errors import InvalidRequest
+from mnemoproxy.proxy.relay import relay
+from mnemoproxy.proxy.services import Services
+from mnemoproxy.proxy.upstream import forward_headers
 
 
 def parse_chat_body(raw: bytes) -> dict[str, Any]:

@@ -8,8 +8,8 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-from config.errors import SettingError
-from config.settings import SETTINGS_TABLE, Settings, describe_range, load_settings
+from mnemoproxy.config.settings import SETTINGS_TABLE, Settings, describe_range, load_settings
+from mnemoproxy.errors import SettingError
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -40,8 +40,8 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
 def serve(settings: Settings) -> None:
     import uvicorn
 
-    from proxy.app import create_app
-    from proxy.memory_service import build_memory
+    from mnemoproxy.proxy.app import create_app
+    from mnemoproxy.proxy.memory_service import build_memory
 
     logging.basicConfig(
         level=settings.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s"

@@ -9,7 +9,7 @@ from typing import Any
 from litestar import Request, Response
 from litestar.exceptions import HTTPException, ValidationException
 
-from config.errors import MnemoError
+from mnemoproxy.errors import MnemoError
 
 log = logging.getLogger("mnemoproxy")
 

@@ -13,12 +13,12 @@ from typing import Any
 from litestar import Request, get, post
 from litestar.di import NamedDependency
 
-from config.errors import InvalidRequest, MemoryUnavailable
-from memory.models import SCOPES, Turn
-from memory.search import search
-from proxy.chat import MAX_ID_CHARS
-from proxy.memory_service import MemoryService
-from proxy.services import Services
+from mnemoproxy.errors import InvalidRequest, MemoryUnavailable
+from mnemoproxy.memory.models import SCOPES, Turn
+from mnemoproxy.memory.search import search
+from mnemoproxy.proxy.chat import MAX_ID_CHARS
+from mnemoproxy.proxy.memory_service import MemoryService
+from mnemoproxy.proxy.services import Services
 
 MAX_INGEST_TURNS = 10_000
 

@@ -11,24 +11,24 @@ import logging
 from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any
 
-from config.settings import Settings
-from gate.planner import Planner
-from gate.read_path import ReadPath, memory_headers
-from gate.relevance import HeuristicGate, make_gate
-from gate.relevance_types import GateContext
-from gate.tokens import count_tokens
-from memory.consolidate import ConsolidationReport, consolidate
-from memory.distill.llm import LLMDistiller
-from memory.distill.protocol import Distiller
-from memory.distill.rules import RuleDistiller, assign_slots
-from memory.embedders import Embedder, OpenAIEmbedder, make_embedder
-from memory.models import Turn
-from memory.store import Store
-from memory.turns import history_turns, session_fingerprint
-from memory.write_path import WritePath
-from proxy.services import MemoryPlan
-from proxy.sse import AssistantReply
-from proxy.upstream import CoreModelClient, Upstream
+from mnemoproxy.config.settings import Settings
+from mnemoproxy.gate.messages import history_turns, session_fingerprint
+from mnemoproxy.gate.planner import Planner
+from mnemoproxy.gate.read_path import ReadPath, memory_headers
+from mnemoproxy.gate.relevance import HeuristicGate, make_gate
+from mnemoproxy.gate.relevance.types import GateContext
+from mnemoproxy.gate.tokens import count_tokens
+from mnemoproxy.memory.consolidate import ConsolidationReport, consolidate
+from mnemoproxy.memory.distill.llm import LLMDistiller
+from mnemoproxy.memory.distill.protocol import Distiller
+from mnemoproxy.memory.distill.rules import RuleDistiller, assign_slots
+from mnemoproxy.memory.embedders import Embedder, OpenAIEmbedder, make_embedder
+from mnemoproxy.memory.models import Turn
+from mnemoproxy.memory.store import Store
+from mnemoproxy.memory.write_path import WritePath
+from mnemoproxy.proxy.services import MemoryPlan
+from mnemoproxy.proxy.sse import AssistantReply
+from mnemoproxy.proxy.upstream import CoreModelClient, Upstream
 
 log = logging.getLogger("mnemoproxy.memory")
 

@@ -8,9 +8,9 @@ from litestar import Request, Response, route
 from litestar.di import NamedDependency
 from litestar.enums import HttpMethod
 
-from proxy.relay import relay
-from proxy.services import Services
-from proxy.upstream import forward_headers
+from mnemoproxy.proxy.relay import relay
+from mnemoproxy.proxy.services import Services
+from mnemoproxy.proxy.upstream import forward_headers
 
 _METHODS = [
     HttpMethod.GET,

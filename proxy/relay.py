@@ -12,10 +12,10 @@ from litestar import Response
 from litestar.background_tasks import BackgroundTask
 from litestar.response import Stream
 
-from config.errors import UpstreamError
-from proxy.errors import sse_error_event
-from proxy.sse import AssistantReply, StreamTee, reply_from_json
-from proxy.upstream import Upstream, response_headers, translate_error
+from mnemoproxy.errors import UpstreamError
+from mnemoproxy.proxy.errors import sse_error_event
+from mnemoproxy.proxy.sse import AssistantReply, StreamTee, reply_from_json
+from mnemoproxy.proxy.upstream import Upstream, response_headers, translate_error
 
 log = logging.getLogger("mnemoproxy.relay")
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from config.settings import Settings
-from proxy.sse import AssistantReply
-from proxy.upstream import Upstream
+from mnemoproxy.config.settings import Settings
+from mnemoproxy.proxy.sse import AssistantReply
+from mnemoproxy.proxy.upstream import Upstream
 
 
 @dataclass

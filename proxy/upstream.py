@@ -3,7 +3,7 @@
 One pooled httpx client is created in the app's lifespan. Its transport is aiohttp's
 (`httpx-aiohttp`): same httpx API, about half the CPU per request of httpx's own
 transport on this kind of machine (see tests/benchmarks/bench_proxy.py). Library
-exceptions are translated into config.errors here, so callers never see httpx or aiohttp.
+exceptions are translated into mnemoproxy.errors here, so callers never see httpx or aiohttp.
 """
 
 from __future__ import annotations
@@ -16,8 +16,8 @@ from typing import Any
 
 import httpx
 
-from config.errors import UpstreamError, UpstreamTimeout
-from config.settings import Settings
+from mnemoproxy.config.settings import Settings
+from mnemoproxy.errors import UpstreamError, UpstreamTimeout
 
 log = logging.getLogger("mnemoproxy.upstream")
 

@@ -5,8 +5,8 @@ from pathlib import Path
 
 import pytest
 
-from memory.embedders import make_embedder
-from memory.store import Store
+from mnemoproxy.memory.embedders import make_embedder
+from mnemoproxy.memory.store import Store
 from tests.fake_upstream import FakeUpstream
 from tests.proxy_server import ProxyServer, make_settings
 

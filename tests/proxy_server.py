@@ -10,8 +10,8 @@ from typing import Any, Self
 
 import uvicorn
 
-from config.settings import Settings, load_settings
-from proxy.app import MemoryFactory, create_app
+from mnemoproxy.config.settings import Settings, load_settings
+from mnemoproxy.proxy.app import MemoryFactory, create_app
 
 
 def free_port() -> int:

@@ -11,20 +11,20 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from config.errors import InvalidRequest
-from memory.consolidate import (
+from mnemoproxy.errors import InvalidRequest
+from mnemoproxy.memory.consolidate import (
     PINNED_HALF_LIFE_DAYS,
     consolidate,
     effective_salience,
     near_duplicate_groups,
 )
-from memory.embedders import make_embedder
-from memory.facts import NEAR_DUPLICATE_JACCARD, normalise
-from memory.models import EpisodeDraft, FactDraft, FactKind
-from memory.records import TranscriptMessage
-from memory.schema import MIGRATIONS
-from memory.search import search
-from memory.store import Store
+from mnemoproxy.memory.embedders import make_embedder
+from mnemoproxy.memory.facts import NEAR_DUPLICATE_JACCARD, normalise
+from mnemoproxy.memory.models import EpisodeDraft, FactDraft, FactKind
+from mnemoproxy.memory.search import search
+from mnemoproxy.memory.store import Store
+from mnemoproxy.memory.store.records import TranscriptMessage
+from mnemoproxy.memory.store.schema import MIGRATIONS
 
 DAY = 86_400.0
 NOW = 1_700_000_000.0

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 
-from memory.debounce import DebounceScheduler
+from mnemoproxy.memory.debounce import DebounceScheduler
 
 
 class Runs:

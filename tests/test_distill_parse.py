@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from memory.distill.parse import MAX_ITEM_CHARS, parse_distillation
-from memory.distill.protocol import DistillError
+from mnemoproxy.memory.distill.parse import MAX_ITEM_CHARS, parse_distillation
+from mnemoproxy.memory.distill.protocol import DistillError
 
 GOOD = {
     "episode": {

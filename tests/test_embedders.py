@@ -19,8 +19,8 @@ import httpx
 import numpy as np
 import pytest
 
-from config.errors import SettingError, UpstreamError, UpstreamTimeout
-from memory.embedders import (
+from mnemoproxy.errors import SettingError, UpstreamError, UpstreamTimeout
+from mnemoproxy.memory.embedders import (
     Embedder,
     HashingEmbedder,
     MiniLMEmbedder,
@@ -28,8 +28,8 @@ from memory.embedders import (
     WordLlamaEmbedder,
     make_embedder,
 )
-from memory.embedders.base import LazyResource
-from memory.embedders.minilm import default_model_dir
+from mnemoproxy.memory.embedders.base import LazyResource
+from mnemoproxy.memory.embedders.minilm import default_model_dir
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 LOCAL_BACKENDS = ("hashing", "wordllama", "minilm")
@@ -167,7 +167,7 @@ _OFFLINE_PROBE = textwrap.dedent(
                 "socket.sendto", "socket.sendmsg"}
     events = []
     sys.addaudithook(lambda event, args: events.append(event) if event in outbound else None)
-    from memory.embedders import make_embedder
+    from mnemoproxy.memory.embedders import make_embedder
     for backend in ("wordllama", "minilm"):
         assert make_embedder(backend).embed(["is anyone listening?"]).shape[0] == 1
     print(json.dumps(events))

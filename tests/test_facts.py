@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from memory.facts import KnownFact, plan_fact_updates
-from memory.models import FactDraft
+from mnemoproxy.memory.facts import KnownFact, plan_fact_updates
+from mnemoproxy.memory.models import FactDraft
 
 BERLIN = KnownFact(1, "identity", "identity:location", "User lives in Berlin")
 

@@ -11,14 +11,14 @@ from typing import Any
 import jinja2
 import pytest
 
-from config.errors import UpstreamError, UpstreamTimeout
-from memory import redact
-from memory.distill.breaker import CircuitBreaker
-from memory.distill.llm import LLMDistiller
-from memory.distill.parse import DISTILLATION_SCHEMA
-from memory.distill.protocol import Distiller, DistillError
-from memory.models import SessionInput, Turn
-from memory.redact import looks_like_secret, redact_secrets
+from mnemoproxy.errors import UpstreamError, UpstreamTimeout
+from mnemoproxy.memory import redact
+from mnemoproxy.memory.distill.breaker import CircuitBreaker
+from mnemoproxy.memory.distill.llm import LLMDistiller
+from mnemoproxy.memory.distill.parse import DISTILLATION_SCHEMA
+from mnemoproxy.memory.distill.protocol import Distiller, DistillError
+from mnemoproxy.memory.models import SessionInput, Turn
+from mnemoproxy.memory.redact import looks_like_secret, redact_secrets
 
 
 class FakeCoreModel:

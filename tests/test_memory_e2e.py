@@ -10,7 +10,7 @@ from typing import Any
 import httpx
 import pytest
 
-from proxy.memory_service import build_memory
+from mnemoproxy.proxy.memory_service import build_memory
 from tests.fake_upstream import FakeUpstream
 from tests.memory_client import (
     memory_settings,

@@ -7,8 +7,8 @@ import time
 
 import pytest
 
-from config.errors import SettingError
-from gate.relevance import (
+from mnemoproxy.errors import SettingError
+from mnemoproxy.gate.relevance import (
     AlwaysGate,
     GateContext,
     GateDecision,
@@ -17,7 +17,7 @@ from gate.relevance import (
     Section,
     make_gate,
 )
-from gate.relevance_scan import HEAD_CHARS, TAIL_CHARS
+from mnemoproxy.gate.relevance.scan import HEAD_CHARS, TAIL_CHARS
 
 PETS = ("Luna", "Blue Lagoon", "Bob")
 

@@ -7,8 +7,8 @@ from datetime import datetime
 
 import pytest
 
-from memory.distill.rules import RuleDistiller, extract_facts, slot_of
-from memory.models import SessionInput, Turn
+from mnemoproxy.memory.distill.rules import RuleDistiller, extract_facts, slot_of
+from mnemoproxy.memory.models import SessionInput, Turn
 
 TUESDAY = datetime(2024, 5, 7, 9, 30)  # 2024-05-07 was a Tuesday
 

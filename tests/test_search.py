@@ -10,13 +10,13 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from config.errors import InvalidRequest
-from memory.embedders import make_embedder
-from memory.models import EpisodeDraft, FactDraft
-from memory.query_terms import affordable_terms
-from memory.records import TranscriptMessage
-from memory.search import BM25_ONLY, Fusion, search
-from memory.store import Store
+from mnemoproxy.errors import InvalidRequest
+from mnemoproxy.memory.embedders import make_embedder
+from mnemoproxy.memory.models import EpisodeDraft, FactDraft
+from mnemoproxy.memory.query_terms import affordable_terms
+from mnemoproxy.memory.search import BM25_ONLY, Fusion, search
+from mnemoproxy.memory.store import Store
+from mnemoproxy.memory.store.records import TranscriptMessage
 
 DAY = 86_400.0
 NOW = 1_700_000_000.0

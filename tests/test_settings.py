@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from config.errors import SettingError
-from config.settings import SETTINGS_TABLE, Settings, load_settings
+from mnemoproxy.config.settings import SETTINGS_TABLE, Settings, load_settings
+from mnemoproxy.errors import SettingError
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -89,7 +89,7 @@ def test_missing_config_file_is_refused(tmp_path):
 
 def test_invalid_setting_stops_startup_with_message():
     result = subprocess.run(
-        [sys.executable, "-m", "proxy.cli", "serve", "--memory-budget-tokens", "99999"],
+        [sys.executable, "-m", "mnemoproxy.proxy.cli", "serve", "--memory-budget-tokens", "99999"],
         capture_output=True,
         text=True,
         timeout=60,

@@ -8,7 +8,7 @@ import json
 from hypothesis import given
 from hypothesis import strategies as st
 
-from proxy.sse import StreamTee, reply_from_json
+from mnemoproxy.proxy.sse import StreamTee, reply_from_json
 
 
 def _event(delta: dict, finish: str | None = None) -> bytes:

@@ -9,13 +9,13 @@ from pathlib import Path
 
 import pytest
 
-from config.errors import InvalidRequest, MemoryFailure
-from memory.embedders import make_embedder
-from memory.models import EpisodeDraft, FactDraft, Turn
-from memory.records import TranscriptMessage
-from memory.schema import MIGRATIONS
-from memory.store import Store
-from memory.store_retrieval import _EMBED_SOURCES
+from mnemoproxy.errors import InvalidRequest, MemoryFailure
+from mnemoproxy.memory.embedders import make_embedder
+from mnemoproxy.memory.models import EpisodeDraft, FactDraft, Turn
+from mnemoproxy.memory.store import Store
+from mnemoproxy.memory.store.records import TranscriptMessage
+from mnemoproxy.memory.store.retrieval import _EMBED_SOURCES
+from mnemoproxy.memory.store.schema import MIGRATIONS
 
 
 def raw(path: Path) -> sqlite3.Connection:

@@ -7,7 +7,12 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from gate.tokens import count_tokens, counting_exactly, estimate_tokens, load_token_counter
+from mnemoproxy.gate.tokens import (
+    count_tokens,
+    counting_exactly,
+    estimate_tokens,
+    load_token_counter,
+)
 
 
 @pytest.mark.parametrize(
@@ -43,7 +48,7 @@ def test_counts_agree_across_threads() -> None:
 def test_an_encoding_that_cannot_load_falls_back_to_len_over_4(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    with caplog.at_level(logging.WARNING, logger="gate.tokens"):
+    with caplog.at_level(logging.WARNING, logger="mnemoproxy.gate.tokens"):
         counter = load_token_counter("no_such_encoding")
     assert counter is estimate_tokens
     assert counter("hello world") == 3  # ceil(11 / 4)

@@ -11,11 +11,11 @@ from pathlib import Path
 
 import numpy as np
 
-from memory.embedders import make_embedder
-from memory.models import EpisodeDraft, FactDraft
-from memory.records import ITEM_TYPES, TranscriptMessage
-from memory.store import Store
-from memory.vectors import key_item, vector_key
+from mnemoproxy.memory.embedders import make_embedder
+from mnemoproxy.memory.models import EpisodeDraft, FactDraft
+from mnemoproxy.memory.store import Store
+from mnemoproxy.memory.store.records import ITEM_TYPES, TranscriptMessage
+from mnemoproxy.memory.vectors import key_item, vector_key
 
 
 class RenamedEmbedder:

@@ -14,7 +14,7 @@ from pathlib import Path
 import httpx
 import openai
 
-from proxy.memory_service import build_memory
+from mnemoproxy.proxy.memory_service import build_memory
 from tests.fake_upstream import FakeUpstream
 from tests.memory_client import memory_settings, post, search, wait_for
 from tests.proxy_server import ProxyServer, free_port
@@ -109,7 +109,7 @@ def _serve(fake: FakeUpstream, data_dir: Path, port: int, debounce: int) -> subp
         [
             sys.executable,
             "-m",
-            "proxy.cli",
+            "mnemoproxy.proxy.cli",
             "serve",
             "--port",
             str(port),

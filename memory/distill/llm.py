@@ -16,11 +16,11 @@ from typing import Any
 
 import jinja2
 
-from config.errors import UpstreamTimeout
-from memory.distill.parse import DISTILLATION_SCHEMA, parse_distillation
-from memory.distill.protocol import CoreModel
-from memory.models import Distillation, EpisodeDraft, FactDraft, SessionInput, Turn
-from memory.redact import looks_like_secret, redact_secrets
+from mnemoproxy.errors import UpstreamTimeout
+from mnemoproxy.memory.distill.parse import DISTILLATION_SCHEMA, parse_distillation
+from mnemoproxy.memory.distill.protocol import CoreModel
+from mnemoproxy.memory.models import Distillation, EpisodeDraft, FactDraft, SessionInput, Turn
+from mnemoproxy.memory.redact import looks_like_secret, redact_secrets
 
 log = logging.getLogger(__name__)
 

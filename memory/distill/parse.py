@@ -13,8 +13,8 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
-from memory.distill.protocol import DistillError
-from memory.models import Distillation, EpisodeDraft, FactDraft, FactKind
+from mnemoproxy.memory.distill.protocol import DistillError
+from mnemoproxy.memory.models import Distillation, EpisodeDraft, FactDraft, FactKind
 
 MAX_ITEM_CHARS = 500
 DEFAULT_SALIENCE = 0.5

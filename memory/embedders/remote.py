@@ -8,8 +8,8 @@ from typing import Any
 import httpx
 import numpy as np
 
-from config.errors import SettingError, UpstreamError, UpstreamTimeout
-from memory.embedders.base import l2_normalise
+from mnemoproxy.errors import SettingError, UpstreamError, UpstreamTimeout
+from mnemoproxy.memory.embedders.base import l2_normalise
 
 # Inputs per request: OpenAI accepts 2048, but many local servers cap lower, and a smaller
 # request fails (and is retried by the caller) more cheaply.

@@ -9,8 +9,8 @@ from typing import Any
 
 import numpy as np
 
-from config.errors import SettingError
-from memory.embedders.base import LazyResource, l2_normalise
+from mnemoproxy.errors import SettingError
+from mnemoproxy.memory.embedders.base import LazyResource, l2_normalise
 
 
 def _package_dir() -> Path:

@@ -24,9 +24,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from memory.consolidate import ConsolidationReport, consolidate
-from memory.embedders import make_embedder
-from memory.store import Store
+from mnemoproxy.memory.consolidate import ConsolidationReport, consolidate
+from mnemoproxy.memory.embedders import make_embedder
+from mnemoproxy.memory.store import Store
 from tests.benchmarks.bench_search import made_up_vocabulary
 from tests.benchmarks.report import publish
 

@@ -27,7 +27,7 @@ from typing import Any
 
 import numpy as np
 
-from memory.embedders import Embedder, make_embedder
+from mnemoproxy.memory.embedders import Embedder, make_embedder
 from tests.benchmarks import locomo
 from tests.benchmarks.report import publish
 

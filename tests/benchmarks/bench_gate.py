@@ -22,8 +22,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from gate.relevance import GateContext, HeuristicGate
-from gate.tokens import count_tokens, counting_exactly
+from mnemoproxy.gate.relevance import GateContext, HeuristicGate
+from mnemoproxy.gate.tokens import count_tokens, counting_exactly
 
 LOCOMO = Path(__file__).resolve().parents[3] / "shared" / "eval-data" / "locomo10.json"
 P99_TARGET_MS = 2.0

@@ -33,7 +33,7 @@ from typing import Any
 
 import aiohttp
 
-from memory.embedders import make_embedder
+from mnemoproxy.memory.embedders import make_embedder
 from tests.benchmarks.bench_embeddings import embedding_rate
 from tests.benchmarks.bench_proxy import percentile
 from tests.benchmarks.proc import fake_upstream_process, proxy_process

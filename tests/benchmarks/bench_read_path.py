@@ -23,8 +23,8 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
-from proxy.memory_service import build_memory
-from proxy.upstream import Upstream
+from mnemoproxy.proxy.memory_service import build_memory
+from mnemoproxy.proxy.upstream import Upstream
 from tests.benchmarks.bench_proxy import percentile
 from tests.benchmarks.seed import (
     MEMORY_QUESTIONS,

@@ -25,10 +25,10 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from memory.embedders import make_embedder
-from memory.records import Role, TranscriptMessage
-from memory.search import BM25_ONLY, DEFAULT_FUSION, DEFAULT_MMR_LAMBDA, Fusion, search
-from memory.store import Store
+from mnemoproxy.memory.embedders import make_embedder
+from mnemoproxy.memory.search import BM25_ONLY, DEFAULT_FUSION, DEFAULT_MMR_LAMBDA, Fusion, search
+from mnemoproxy.memory.store import Store
+from mnemoproxy.memory.store.records import Role, TranscriptMessage
 from tests.benchmarks import locomo
 from tests.benchmarks.report import publish
 from tests.benchmarks.seed import printed_progress, seed_store

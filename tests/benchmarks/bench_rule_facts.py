@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from memory.distill.rules import extract_facts
+from mnemoproxy.memory.distill.rules import extract_facts
 
 DATA = Path(__file__).resolve().parents[3] / "shared" / "eval-data" / "locomo10.json"
 SAMPLE_SIZE = 15

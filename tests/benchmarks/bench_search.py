@@ -22,11 +22,11 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from memory.embedders import make_embedder
-from memory.embedding_worker import content_hash
-from memory.records import TranscriptMessage
-from memory.search import BM25_ONLY, DEFAULT_FUSION, Fusion, search
-from memory.store import Store
+from mnemoproxy.memory.embedders import make_embedder
+from mnemoproxy.memory.embedding_worker import content_hash
+from mnemoproxy.memory.search import BM25_ONLY, DEFAULT_FUSION, Fusion, search
+from mnemoproxy.memory.store import Store
+from mnemoproxy.memory.store.records import TranscriptMessage
 from tests.benchmarks.report import publish
 
 RESULTS_FILE = Path(__file__).with_name("results") / "search.txt"

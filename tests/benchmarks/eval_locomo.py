@@ -28,10 +28,10 @@ from typing import Any
 
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from memory.models import Turn
-from memory.search import BM25_ONLY, search
-from proxy.memory_service import MemoryService, build_memory
-from proxy.upstream import Upstream
+from mnemoproxy.memory.models import Turn
+from mnemoproxy.memory.search import BM25_ONLY, search
+from mnemoproxy.proxy.memory_service import MemoryService, build_memory
+from mnemoproxy.proxy.upstream import Upstream
 from tests.benchmarks import locomo
 from tests.proxy_server import make_settings
 

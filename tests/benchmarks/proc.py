@@ -86,7 +86,8 @@ def running_proxy(
     """As proxy_process, also yielding the process (for its pid and memory use)."""
     port = free_port()
     root = f"http://127.0.0.1:{port}"
-    args = ["-m", "proxy.cli", "serve", "--port", str(port), "--upstream-url", upstream_url]
+    args = ["-m", "mnemoproxy.proxy.cli", "serve", "--port", str(port)]
+    args += ["--upstream-url", upstream_url]
     args += ["--data-dir", str(data_dir), "--log-level", "warning", *extra]
     with process(args, root + "/health", "proxy") as proc:
         yield root, proc

@@ -21,10 +21,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from memory.embedders import make_embedder
-from memory.models import EpisodeDraft, FactDraft
-from memory.records import TranscriptMessage
-from memory.store import Store
+from mnemoproxy.memory.embedders import make_embedder
+from mnemoproxy.memory.models import EpisodeDraft, FactDraft
+from mnemoproxy.memory.store import Store
+from mnemoproxy.memory.store.records import TranscriptMessage
 
 SESSION_TURNS = 50  # turns per seeded session: 100 transcript messages
 EMBED_CHUNK = 10_000  # messages inserted between two drains (the progress granularity)

@@ -1,10 +1,14 @@
 """The memory store: every SQL statement of mnemoproxy lives here and in its mixins.
 
-    Store
-    ├── store.py            open/close, agents, sessions, processing log, summaries, health
-    ├── store_turns.py      transcript messages, pending signals
-    ├── store_items.py      facts, episodes, entities, use counts
-    └── store_retrieval.py  full-text candidates, item fetches, embedding rows
+    store/
+    ├── __init__.py     Store: open/close, agents, sessions, processing log, health
+    ├── db.py           the writer and reader connections
+    ├── schema.py       the migrations
+    ├── records.py      the rows handed back
+    ├── turns.py        transcript messages, pending signals
+    ├── items.py        facts, episodes, entities, use counts
+    ├── retrieval.py    full-text candidates, item fetches, embedding rows
+    └── maintenance.py  consolidation's promotions, evictions, merges
 
 Every method takes the agent id and never touches another agent's rows. Writes go
 through the one writer connection; reads through the reader connection.
@@ -18,17 +22,17 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from memory.db import Database, require_agent
-from memory.embedding_worker import EmbeddingWorker
-from memory.schema import MIGRATIONS, Migration
-from memory.store_items import ItemQueries
-from memory.store_maintenance import MaintenanceQueries
-from memory.store_retrieval import RetrievalQueries
-from memory.store_turns import TurnQueries, upsert_agent
-from memory.vectors import VectorIndexes
+from mnemoproxy.memory.embedding_worker import EmbeddingWorker
+from mnemoproxy.memory.store.db import Database, require_agent
+from mnemoproxy.memory.store.items import ItemQueries
+from mnemoproxy.memory.store.maintenance import MaintenanceQueries
+from mnemoproxy.memory.store.retrieval import RetrievalQueries
+from mnemoproxy.memory.store.schema import MIGRATIONS, Migration
+from mnemoproxy.memory.store.turns import TurnQueries, upsert_agent
+from mnemoproxy.memory.vectors import VectorIndexes
 
 if TYPE_CHECKING:
-    from memory.embedders import Embedder
+    from mnemoproxy.memory.embedders import Embedder
 
 VECTORS_FOLDER = "vectors"
 

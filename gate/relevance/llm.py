@@ -10,8 +10,15 @@ import asyncio
 import json
 import logging
 
-from gate.relevance_scan import scan_window
-from gate.relevance_types import SECTIONS, CoreModel, Gate, GateContext, GateDecision, Section
+from mnemoproxy.gate.relevance.scan import scan_window
+from mnemoproxy.gate.relevance.types import (
+    SECTIONS,
+    CoreModel,
+    Gate,
+    GateContext,
+    GateDecision,
+    Section,
+)
 
 log = logging.getLogger(__name__)
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from memory.distill import rules_lexicon as lex
-from memory.distill.rules_grammar import (
+from mnemoproxy.memory.distill.rules import lexicon as lex
+from mnemoproxy.memory.distill.rules.grammar import (
     ADV,
     BE,
     I_OR_WE,
@@ -19,15 +19,15 @@ from memory.distill.rules_grammar import (
     still,
     word,
 )
-from memory.distill.rules_pinned import allergy_facts, list_items
-from memory.distill.rules_text import (
+from mnemoproxy.memory.distill.rules.pinned import allergy_facts, list_items
+from mnemoproxy.memory.distill.rules.text import (
     is_clause_break,
     is_name_like,
     mostly_title_case,
     phrase_after,
     proper_span,
 )
-from memory.models import FactDraft
+from mnemoproxy.memory.models import FactDraft
 
 if TYPE_CHECKING:
     from spacy.tokens import Doc, Span

@@ -16,9 +16,9 @@ from typing import Any
 
 import numpy as np
 
-from memory.db import Database, require_agent
-from memory.query_terms import MATCH_BUDGET, affordable_terms, quoted
-from memory.records import ITEM_TYPES, ItemType
+from mnemoproxy.memory.query_terms import MATCH_BUDGET, affordable_terms, quoted
+from mnemoproxy.memory.store.db import Database, require_agent
+from mnemoproxy.memory.store.records import ITEM_TYPES, ItemType
 
 
 @dataclass(frozen=True)

@@ -9,9 +9,9 @@ from typing import Any
 
 import aiosqlite
 
-from memory.db import Database, require_agent
-from memory.models import Turn
-from memory.records import PendingSignal, TranscriptMessage
+from mnemoproxy.memory.models import Turn
+from mnemoproxy.memory.store.db import Database, require_agent
+from mnemoproxy.memory.store.records import PendingSignal, TranscriptMessage
 
 
 class TurnQueries(Database):

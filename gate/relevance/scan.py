@@ -1,4 +1,4 @@
-"""The heuristic gate's scanner: runs the cue patterns (relevance_cues) and the agent's
+"""The heuristic gate's scanner: runs the cue patterns (relevance/cues.py) and the agent's
 known-entity names over a message and reports what it found.
 
 The text is split into sentences and each is tokenized on its own: patterns then never
@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from gate.relevance_cues import (
+from mnemoproxy.gate.relevance.cues import (
     ANCHOR_WORDS,
     CUE_PATTERNS,
     FIRST_PERSON,
@@ -29,7 +29,7 @@ from gate.relevance_cues import (
     TASK_OBJECTS,
     anchor_words,
 )
-from memory.embedders.base import LazyResource
+from mnemoproxy.memory.embedders.base import LazyResource
 
 # Cues live in the opening request or the closing question of a pasted document;
 # scanning only these keeps a 10k-character message nearly as cheap as a short one.

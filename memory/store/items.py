@@ -14,9 +14,9 @@ from typing import Any
 
 import aiosqlite
 
-from memory.db import Database, require_agent
-from memory.models import EpisodeDraft, FactDraft
-from memory.records import Episode, Fact
+from mnemoproxy.memory.models import EpisodeDraft, FactDraft
+from mnemoproxy.memory.store.db import Database, require_agent
+from mnemoproxy.memory.store.records import Episode, Fact
 
 _CURRENT = "valid_to IS NULL AND deleted_at IS NULL"
 # Tables whose rows carry use_count/last_used, by item type.

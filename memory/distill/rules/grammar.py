@@ -9,9 +9,9 @@ from dataclasses import dataclass
 from datetime import date
 from typing import TYPE_CHECKING, Any
 
-from memory.distill.rules_lexicon import ADVERBS, NEGATIONS, TRAILING_FILLERS
-from memory.distill.rules_text import is_clause_break
-from memory.models import FactDraft
+from mnemoproxy.memory.distill.rules.lexicon import ADVERBS, NEGATIONS, TRAILING_FILLERS
+from mnemoproxy.memory.distill.rules.text import is_clause_break
+from mnemoproxy.memory.models import FactDraft
 
 if TYPE_CHECKING:
     from spacy.tokens import Span, Token

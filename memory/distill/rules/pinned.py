@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from memory.distill import rules_lexicon as lex
-from memory.distill.rules_dates import rewrite_with_dates, without_dates
-from memory.distill.rules_grammar import (
+from mnemoproxy.memory.distill.rules import lexicon as lex
+from mnemoproxy.memory.distill.rules.dates import rewrite_with_dates, without_dates
+from mnemoproxy.memory.distill.rules.grammar import (
     ADV,
     BE,
     I_OR_WE,
@@ -21,9 +21,9 @@ from memory.distill.rules_grammar import (
     third_person,
     word,
 )
-from memory.distill.rules_lexicon import PRONOUNS
-from memory.distill.rules_text import phrase_after, slot_key
-from memory.models import FactDraft
+from mnemoproxy.memory.distill.rules.lexicon import PRONOUNS
+from mnemoproxy.memory.distill.rules.text import phrase_after, slot_key
+from mnemoproxy.memory.models import FactDraft
 
 if TYPE_CHECKING:
     from spacy.tokens import Doc, Span

@@ -10,12 +10,12 @@ from dataclasses import dataclass
 from datetime import date
 from typing import TYPE_CHECKING
 
-from memory.distill import rules_identity, rules_pinned
-from memory.distill.rules_grammar import Rule, Trigger
-from memory.distill.rules_lexicon import HEDGES, QUESTION_OPENERS, words
-from memory.distill.rules_text import inside_quotes, parse, pipeline
-from memory.embedders.base import LazyResource
-from memory.models import FactDraft
+from mnemoproxy.memory.distill.rules import identity, pinned
+from mnemoproxy.memory.distill.rules.grammar import Rule, Trigger
+from mnemoproxy.memory.distill.rules.lexicon import HEDGES, QUESTION_OPENERS, words
+from mnemoproxy.memory.distill.rules.text import inside_quotes, parse, pipeline
+from mnemoproxy.memory.embedders.base import LazyResource
+from mnemoproxy.memory.models import FactDraft
 
 if TYPE_CHECKING:
     from spacy.matcher import Matcher
@@ -25,7 +25,7 @@ if TYPE_CHECKING:
 def _i_am(trigger: Trigger) -> list[FactDraft]:
     """"I'm ..." opens many facts; the tastes-and-health reader speaks first because
     "I'm allergic" or "I'm a fan of" must not be read as a name or a job."""
-    for reader in (rules_pinned.AM_READER, rules_identity.AM_READER):
+    for reader in (pinned.AM_READER, identity.AM_READER):
         facts = reader(trigger)
         if facts is not None:
             return facts
@@ -33,9 +33,9 @@ def _i_am(trigger: Trigger) -> list[FactDraft]:
 
 
 RULES: dict[str, Rule] = {
-    **rules_identity.RULES,
-    **rules_pinned.RULES,
-    "i_am": Rule([rules_identity.AM_PATTERN], _i_am, reads_negation=True),
+    **identity.RULES,
+    **pinned.RULES,
+    "i_am": Rule([identity.AM_PATTERN], _i_am, reads_negation=True),
 }
 
 

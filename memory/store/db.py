@@ -22,8 +22,8 @@ from typing import Any, TypeVar
 
 import aiosqlite
 
-from config.errors import InvalidRequest, MemoryFailure
-from memory.schema import MIGRATIONS, Migration, migrate
+from mnemoproxy.errors import InvalidRequest, MemoryFailure
+from mnemoproxy.memory.store.schema import MIGRATIONS, Migration, migrate
 
 DB_FILE = "memory.db"
 BUSY_TIMEOUT_MS = 5000

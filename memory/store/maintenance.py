@@ -15,7 +15,7 @@ from typing import Any
 
 import aiosqlite
 
-from memory.db import Database, require_agent
+from mnemoproxy.memory.store.db import Database, require_agent
 
 # (kind, stored salience, base time, source_count, use_count) -> salience as of now.
 SalienceNow = Callable[[str, float, float, int, int], float]

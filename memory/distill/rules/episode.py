@@ -9,10 +9,10 @@ from collections import Counter, defaultdict
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING
 
-from memory.distill.rules_facts import FoundFact
-from memory.distill.rules_lexicon import words
-from memory.distill.rules_text import MONTHS, WEEKDAYS, is_name_like, singular
-from memory.models import EpisodeDraft
+from mnemoproxy.memory.distill.rules.facts import FoundFact
+from mnemoproxy.memory.distill.rules.lexicon import words
+from mnemoproxy.memory.distill.rules.text import MONTHS, WEEKDAYS, is_name_like, singular
+from mnemoproxy.memory.models import EpisodeDraft
 
 if TYPE_CHECKING:
     from spacy.tokens import Doc, Span

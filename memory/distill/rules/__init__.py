@@ -21,10 +21,10 @@ from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from datetime import date, datetime
 
-from memory.distill.rules_episode import build_episode
-from memory.distill.rules_facts import FoundFact, find_facts, slot_for_statement
-from memory.distill.rules_text import parse
-from memory.models import Distillation, FactDraft, SessionInput
+from mnemoproxy.memory.distill.rules.episode import build_episode
+from mnemoproxy.memory.distill.rules.facts import FoundFact, find_facts, slot_for_statement
+from mnemoproxy.memory.distill.rules.text import parse
+from mnemoproxy.memory.models import Distillation, FactDraft, SessionInput
 
 _RULES_THREAD = ThreadPoolExecutor(max_workers=1, thread_name_prefix="rules")
 

@@ -8,7 +8,7 @@ the user plainly refers to is a wrong answer. Three modes:
     llm        LLMGate        one short classification call, the heuristic as fallback
 
 Only the latest user message's text is given (the caller extracts it from multimodal
-parts); long messages are scanned at the head and tail only (see relevance_scan).
+parts); long messages are scanned at the head and tail only (see relevance/scan.py).
 """
 
 from __future__ import annotations
@@ -16,10 +16,10 @@ from __future__ import annotations
 import asyncio
 import logging
 
-from config.errors import SettingError
-from gate.relevance_llm import LLMGate
-from gate.relevance_scan import Cues, scan_window, shared_scanner
-from gate.relevance_types import (
+from mnemoproxy.errors import SettingError
+from mnemoproxy.gate.relevance.llm import LLMGate
+from mnemoproxy.gate.relevance.scan import Cues, scan_window, shared_scanner
+from mnemoproxy.gate.relevance.types import (
     SECTIONS,
     CoreModel,
     Gate,

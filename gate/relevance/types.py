@@ -10,7 +10,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Literal, Protocol, get_args
 
-from memory.distill.protocol import CoreModel
+from mnemoproxy.memory.distill.protocol import CoreModel
 
 __all__ = ["SECTIONS", "CoreModel", "Gate", "GateContext", "GateDecision", "Probe", "Section"]
 
