@@ -1,26 +1,27 @@
-"""The one exception tree of mnemoproxy.
+"""The one exception tree of mnemoproxy: what went wrong, in the domain's own words.
 
-    MnemoError                      base; carries an HTTP status and OpenAI error fields
-    ├── SettingError                an invalid setting; stops start-up
-    ├── InvalidRequest      400     a body the client must fix
-    ├── NotFound            404     an unknown route or resource
-    ├── PayloadTooLarge     413     a body over max_body_bytes
-    ├── UpstreamError       502     the model server could not be reached or broke the reply
-    │   └── UpstreamTimeout 504     the model server did not answer in time
-    ├── MemoryUnavailable   503     memory is disabled on this proxy
-    └── MemoryFailure       500     the memory store failed (the chat path fails open instead)
+    MnemoError                  base: a message that says what to do, and the `param` at fault
+    ├── SettingError            a setting is invalid; start-up stops
+    ├── InvalidArgument         input the caller must fix (a body, an id, a search option)
+    ├── NotFound                no such route, agent or item
+    ├── TooLarge                a body or a text over a limit
+    ├── UpstreamError           a model server could not be reached or broke its reply
+    │   └── UpstreamTimeout     it did not answer in time
+    ├── MemoryDisabled          memory is off on this proxy
+    ├── MemoryFailure           the memory store failed
+    └── DistillError            the core model answered, but nothing usable
 
-Third-party exceptions are translated into these where they enter the code, so that
-callers never have to know which library raised.
+memory/ and gate/ raise these and know nothing of HTTP; proxy/errors.py maps each class to
+its status and OpenAI error type in one table. Third-party exceptions are translated where
+they enter the code, so callers never have to know which library raised.
 """
 
 from __future__ import annotations
 
 
 class MnemoError(Exception):
-    status = 500
-    error_type = "server_error"
-    code: str | None = None
+    # A stable machine-readable code for the error body; subclasses set their own.
+    code: str = "internal_error"
 
     def __init__(self, message: str, *, param: str | None = None, code: str | None = None):
         super().__init__(message)
@@ -31,45 +32,45 @@ class MnemoError(Exception):
 
 
 class SettingError(MnemoError):
-    error_type = "configuration_error"
     code = "invalid_setting"
 
 
-class InvalidRequest(MnemoError):
-    status = 400
-    error_type = "invalid_request_error"
+class InvalidArgument(MnemoError):
     code = "invalid_request"
 
 
 class NotFound(MnemoError):
-    status = 404
-    error_type = "invalid_request_error"
     code = "not_found"
 
 
-class PayloadTooLarge(MnemoError):
-    status = 413
-    error_type = "invalid_request_error"
+class TooLarge(MnemoError):
     code = "payload_too_large"
 
 
 class UpstreamError(MnemoError):
-    status = 502
-    error_type = "upstream_error"
     code = "upstream_unreachable"
 
 
 class UpstreamTimeout(UpstreamError):
-    status = 504
     code = "upstream_timeout"
 
 
-class MemoryUnavailable(MnemoError):
-    status = 503
-    error_type = "memory_error"
+class MemoryDisabled(MnemoError):
     code = "memory_disabled"
 
 
 class MemoryFailure(MnemoError):
-    error_type = "memory_error"
     code = "memory_failure"
+
+
+class DistillError(MnemoError):
+    """The core model answered, but its output could not be used (empty or garbage).
+
+    Retrying may help (models are not deterministic); `reason` says what was wrong, so a
+    dead-lettered session can be diagnosed."""
+
+    code = "distill_failed"
+
+    def __init__(self, reason: str):
+        super().__init__(f"Distiller output was unusable: {reason}")
+        self.reason = reason

@@ -19,6 +19,7 @@ from typing import Any
 from mnemoproxy.errors import SettingError
 
 ENV_PREFIX = "MNEMO_"
+EMBEDDING_BACKENDS = ("wordllama", "minilm", "openai", "hashing")
 DEFAULT_CONFIG_FILE = "mnemoproxy.toml"
 
 
@@ -90,7 +91,7 @@ class Settings:
         "Embedder: wordllama (static, fast, offline), minilm (all-MiniLM-L6-v2, offline), "
         "openai (an OpenAI-compatible /v1/embeddings endpoint), hashing (dependency-free "
         "word hashing, the last-resort fallback).",
-        choices=("wordllama", "minilm", "openai", "hashing"),
+        choices=EMBEDDING_BACKENDS,
     )
     embedding_model: str = _setting(
         "", "Model name for the openai embedding backend (e.g. text-embedding-3-small)."
@@ -155,18 +156,9 @@ class Settings:
                 param="embedding_model",
             )
 
-    def public(self) -> dict[str, Any]:
-        """The settings with secrets masked, for logs and /health."""
-        return {
-            f.name: (
-                "***" if f.metadata["secret"] and getattr(self, f.name) else getattr(self, f.name)
-            )
-            for f in dataclasses.fields(self)
-        }
 
 
 SETTINGS_TABLE: tuple[dataclasses.Field[Any], ...] = dataclasses.fields(Settings)
-SETTING_NAMES = frozenset(f.name for f in SETTINGS_TABLE)
 
 
 def describe_range(f: dataclasses.Field[Any]) -> str:

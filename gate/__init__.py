@@ -1,0 +1,15 @@
+"""The gate's front door: the read path of a chat request (relevance gate, planner, memory
+block, injection), built from settings over memory's front door. proxy/ imports from here
+and nothing deeper."""
+
+from mnemoproxy.gate.messages import latest_user_index, message_text
+from mnemoproxy.gate.read_path import MemoryReader, ReadPath, ReadResult, memory_headers
+
+__all__ = [
+    "MemoryReader",
+    "ReadPath",
+    "ReadResult",
+    "latest_user_index",
+    "memory_headers",
+    "message_text",
+]

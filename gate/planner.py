@@ -18,17 +18,16 @@ import jinja2
 
 from mnemoproxy.gate.relevance.types import GateDecision
 from mnemoproxy.gate.tokens import count_tokens
-from mnemoproxy.memory.search import SearchResult
-from mnemoproxy.memory.store import Store
+from mnemoproxy.memory import Fact, Kind, SearchResult
 
 TEMPLATES = Path(__file__).parent / "templates"
 FENCE_OPEN = "<recalled_memory>"
 FENCE_CLOSE = "</recalled_memory>"
 
-# The item type each gate section leads with.
-PRIMARY_TYPE = {
-    "identity": "fact",
-    "pinned": "fact",
+# The kind each gate section leads with (identity facts are always added apart).
+PRIMARY_KIND: dict[str, Kind] = {
+    "identity": "pinned",
+    "pinned": "pinned",
     "episode": "episode",
     "transcript": "transcript",
 }
@@ -38,8 +37,7 @@ PRIMARY_LEAD = 3
 
 @dataclass
 class PlannedItem:
-    kind: str  # identity | pinned | episode | transcript
-    item_type: str
+    kind: Kind
     item_id: int
     line: str
     score: float
@@ -52,10 +50,6 @@ class MemoryBlock:
     tokens: int
     items: list[PlannedItem] = field(default_factory=list)
 
-    @property
-    def identity_count(self) -> int:
-        return sum(1 for item in self.items if item.kind == "identity")
-
 
 def _fenced_safe(text: str) -> str:
     """Memory text must not be able to close the fence and speak as instructions."""
@@ -66,51 +60,40 @@ def _date(ts: float | None) -> str:
     return datetime.fromtimestamp(ts, UTC).strftime("%Y-%m-%d") if ts else ""
 
 
-def _line(result: SearchResult) -> tuple[str, str]:
-    """(kind, rendered line) for one search result."""
+def _line(result: SearchResult) -> str:
+    """One search result as a line of the block."""
     text = _fenced_safe(result.text)
-    if result.item_type == "fact":
-        kind = "identity" if result.provenance.get("kind") == "identity" else "pinned"
-        return kind, text
+    if result.kind in ("identity", "pinned"):
+        return text
     date = _date(result.at)
-    if result.item_type == "episode":
-        return "episode", f"[{date}] {text}" if date else text
+    if result.kind == "episode":
+        return f"[{date}] {text}" if date else text
     role = result.provenance.get("role", "")
     speaker = "user" if role == "user" else "assistant"
-    return "transcript", (f"[{date}] " if date else "") + f"{speaker}: {text}"
+    return (f"[{date}] " if date else "") + f"{speaker}: {text}"
 
 
 def candidates(results: Sequence[SearchResult], decision: GateDecision) -> list[PlannedItem]:
     """The gate's section leads with its best few items; after them, every section's
     items compete on the hybrid score, so the budget goes where the evidence is."""
-    primary_type = PRIMARY_TYPE.get(decision.section, "episode")
-    primary = [r for r in results if r.item_type == primary_type]
+    primary_kind = PRIMARY_KIND.get(decision.section, "episode")
+    primary = [r for r in results if r.kind == primary_kind]
     items: list[PlannedItem] = []
-    seen: set[tuple[str, int]] = set()
+    seen: set[tuple[Kind, int]] = set()
     for result in [*primary[:PRIMARY_LEAD], *results]:
-        key = (result.item_type, result.item_id)
-        kind, line = _line(result)
-        if key in seen or kind == "identity":  # identity facts are added whole, apart
+        key = (result.kind, result.item_id)
+        if key in seen or result.kind == "identity":  # identity facts are added whole, apart
             continue
         seen.add(key)
         items.append(
-            PlannedItem(kind, result.item_type, result.item_id, line, result.score, result.at)
+            PlannedItem(result.kind, result.item_id, _line(result), result.score, result.at)
         )
     return items
 
 
 class Planner:
-    def __init__(
-        self,
-        store: Store,
-        *,
-        budget_tokens: int,
-        identity_max_facts: int,
-        template: str = "memory_block.j2",
-    ) -> None:
-        self.store = store
+    def __init__(self, *, budget_tokens: int, template: str = "memory_block.j2") -> None:
         self.budget = budget_tokens
-        self.identity_max = identity_max_facts
         env = jinja2.Environment(
             loader=jinja2.FileSystemLoader(TEMPLATES),
             autoescape=False,
@@ -120,21 +103,21 @@ class Planner:
         )
         self._template = env.get_template(template)
 
-    async def plan(
+    def plan(
         self,
-        agent_id: str,
+        identity_facts: Sequence[Fact],
         results: Sequence[SearchResult],
         decision: GateDecision,
         now: float | None = None,
     ) -> MemoryBlock | None:
-        """The block for this request from the hybrid search `results` (every scope, best
-        first), or None when the gate said none or nothing fits."""
+        """The block for this request from the agent's identity facts and the hybrid search
+        `results` (every kind, best first), or None when the gate said none or nothing fits."""
         if not decision.inject:
             return None
         now = time.time() if now is None else now
         identity = [
-            PlannedItem("identity", "fact", f.id, _fenced_safe(f.content), f.salience)
-            for f in (await self.store.current_facts(agent_id, "identity"))[: self.identity_max]
+            PlannedItem("identity", f.id, _fenced_safe(f.content), f.salience)
+            for f in identity_facts
         ]
         return self.fit(identity, candidates(results, decision), now)
 

@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
+import asyncio
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
+from mnemoproxy.config.settings import Settings
 from mnemoproxy.gate.inject import inject
 from mnemoproxy.gate.messages import latest_user_index, message_text
 from mnemoproxy.gate.planner import MemoryBlock, Planner
+from mnemoproxy.gate.relevance import HeuristicGate, make_gate
 from mnemoproxy.gate.relevance.types import Gate, GateContext, GateDecision
-from mnemoproxy.memory.search import SearchResult, search
-from mnemoproxy.memory.store import Store
+from mnemoproxy.gate.tokens import count_tokens
+from mnemoproxy.memory import CoreModel, Fact, Kind, SearchResult
 
 # The probe looks this far down the hybrid ranking for its strongest vector match.
 PROBE_TOP_K = 3
@@ -18,6 +22,20 @@ PROBE_TOP_K = 3
 # comfortably more than fit in the budget.
 TOKENS_PER_CANDIDATE = 20
 MIN_CANDIDATES, MAX_CANDIDATES = 10, 150
+
+
+class MemoryReader(Protocol):
+    """What the read path asks of memory (mnemoproxy.memory.Memory is one)."""
+
+    core_model: CoreModel | None
+
+    async def search(self, agent_id: str, query: str, *, top_k: int) -> list[SearchResult]: ...
+
+    async def identity_facts(self, agent_id: str) -> list[Fact]: ...
+
+    async def entity_names(self, agent_id: str) -> list[str]: ...
+
+    def note_used(self, agent_id: str, items: Iterable[tuple[Kind, int]]) -> None: ...
 
 
 def memory_headers(section: str, tokens: int = 0, items: int = 0) -> dict[str, str]:
@@ -48,20 +66,36 @@ class ReadResult:
             "block": self.block.text if self.block else None,
             "tokens": self.block.tokens if self.block else 0,
             "items": [
-                {"kind": i.kind, "item_type": i.item_type, "item_id": i.item_id, "text": i.line}
+                {"kind": i.kind, "item_id": i.item_id, "text": i.line}
                 for i in (self.block.items if self.block else [])
             ],
         }
 
 
 class ReadPath:
-    def __init__(self, store: Store, gate: Gate, planner: Planner, injection: str) -> None:
-        self.store = store
+    def __init__(
+        self, memory: MemoryReader, gate: Gate, planner: Planner, injection: str
+    ) -> None:
+        self.memory = memory
         self.gate = gate
         self.planner = planner
         self.injection = injection
         self.candidates = max(
             MIN_CANDIDATES, min(MAX_CANDIDATES, planner.budget // TOKENS_PER_CANDIDATE)
+        )
+
+    @classmethod
+    async def open(cls, settings: Settings, memory: MemoryReader) -> ReadPath:
+        """The read path the settings describe, over `memory`; the tokenizer and the cue
+        scanner are loaded now, so the first chat request does not pay for them."""
+        gate = make_gate(
+            settings.relevance_gate_mode,
+            core=memory.core_model,
+            probe_threshold=settings.gate_probe_threshold,
+        )
+        await asyncio.to_thread(_warm_up)
+        return cls(
+            memory, gate, Planner(budget_tokens=settings.memory_budget_tokens), settings.injection
         )
 
     async def prepare(
@@ -78,18 +112,26 @@ class ReadPath:
         async def results() -> list[SearchResult]:
             nonlocal found
             if found is None:
-                found = await search(self.store, agent_id, text, top_k=self.candidates)
+                found = await self.memory.search(agent_id, text, top_k=self.candidates)
             return found
 
         async def probe(_: str) -> float:
             top = (await results())[:PROBE_TOP_K]
             return max((r.components.get("vector", 0.0) for r in top), default=0.0)
 
-        context = GateContext(known_entities=await self.store.entity_names(agent_id), probe=probe)
+        context = GateContext(known_entities=await self.memory.entity_names(agent_id), probe=probe)
         decision = await self.gate.decide(text, context)
         if not decision.inject:
             return ReadResult(decision)
-        block = await self.planner.plan(agent_id, await results(), decision, now)
+        identity = await self.memory.identity_facts(agent_id)
+        block = self.planner.plan(identity, await results(), decision, now)
         if block is None:
             return ReadResult(decision)
+        self.memory.note_used(agent_id, [(item.kind, item.item_id) for item in block.items])
         return ReadResult(decision, block, inject(messages, block.text, self.injection))
+
+
+def _warm_up() -> None:
+    count_tokens("warm up")
+    # Whatever the gate mode, the lexical scanner is used (directly or as the fallback).
+    HeuristicGate().lexical("warm up", GateContext())

@@ -1,0 +1,29 @@
+"""Memory's front door: everything outside memory/ imports from here and nothing deeper.
+
+`Memory` is opened from settings and owns the store, the vector indexes, the embedding
+worker, the write path and the consolidation schedule. The rest are the plain data and
+contracts that cross the boundary.
+"""
+
+from mnemoproxy.memory.consolidate import ConsolidationReport
+from mnemoproxy.memory.model_server import CoreModel, JsonClient
+from mnemoproxy.memory.models import KINDS, SCOPES, Kind, Turn
+from mnemoproxy.memory.search import SearchResult
+from mnemoproxy.memory.service import Memory
+from mnemoproxy.memory.store.records import Fact
+from mnemoproxy.memory.write_path import DistillOutcome, IngestResult
+
+__all__ = [
+    "KINDS",
+    "SCOPES",
+    "ConsolidationReport",
+    "CoreModel",
+    "DistillOutcome",
+    "Fact",
+    "IngestResult",
+    "JsonClient",
+    "Kind",
+    "Memory",
+    "SearchResult",
+    "Turn",
+]

@@ -46,7 +46,7 @@ from dataclasses import asdict, dataclass
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
-from mnemoproxy.errors import InvalidRequest
+from mnemoproxy.errors import InvalidArgument
 from mnemoproxy.memory.facts import NEAR_DUPLICATE_JACCARD, normalise
 from mnemoproxy.memory.store.db import require_agent
 
@@ -168,9 +168,9 @@ async def consolidate(
 ) -> ConsolidationReport:
     """One consolidation pass over `agent_id`, or over every agent when it is None."""
     if not 0.0 <= salience_floor <= 1.0:
-        raise InvalidRequest("salience_floor must be between 0 and 1", param="salience_floor")
+        raise InvalidArgument("salience_floor must be between 0 and 1", param="salience_floor")
     if episode_retention_days <= 0:
-        raise InvalidRequest(
+        raise InvalidArgument(
             "episode_retention_days must be a positive number of days",
             param="episode_retention_days",
         )

@@ -15,17 +15,14 @@ import hashlib
 import logging
 import time
 from collections import defaultdict
-from typing import TYPE_CHECKING
 
 import numpy as np
 
+from mnemoproxy.memory.embedders import Embedder
+from mnemoproxy.memory.store import Store
 from mnemoproxy.memory.store.records import ITEM_TYPES, ItemType
 from mnemoproxy.memory.store.retrieval import ItemText
 from mnemoproxy.memory.vectors import VectorIndexes
-
-if TYPE_CHECKING:
-    from mnemoproxy.memory.embedders import Embedder
-    from mnemoproxy.memory.store import Store
 
 log = logging.getLogger(__name__)
 
@@ -88,7 +85,7 @@ class EmbeddingWorker:
 
     async def _embed_batch(self, item_type: ItemType, items: list[ItemText]) -> None:
         texts = [item.text for item in items]
-        matrix = await asyncio.to_thread(self.embedder.embed, texts)
+        matrix = await self.embedder.embed(texts)
         matrix = np.asarray(matrix, dtype="<f4")
         # Index first, SQLite second: if the process dies in between, the index holds more
         # vectors than the table, and the count check at the next load rebuilds it.

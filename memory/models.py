@@ -4,11 +4,21 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Literal
+from typing import Literal, get_args
 
-Scope = Literal["pinned", "episodes", "transcript"]
-SCOPES: tuple[Scope, ...] = ("pinned", "episodes", "transcript")
+# The kinds of memory: one vocabulary for search, the gate's sections and the block.
+Kind = Literal["identity", "pinned", "episode", "transcript"]
+KINDS: tuple[Kind, ...] = get_args(Kind)
 FactKind = Literal["pinned", "identity"]
+# The words the HTTP API's `scope` accepts, and the kinds each one searches: "pinned" is
+# every fact (identity facts included), "episodes" the plural the API has always taken.
+SCOPES: dict[str, tuple[Kind, ...]] = {
+    "pinned": ("identity", "pinned"),
+    "identity": ("identity",),
+    "episodes": ("episode",),
+    "episode": ("episode",),
+    "transcript": ("transcript",),
+}
 
 
 @dataclass(frozen=True)

@@ -1,9 +1,9 @@
-"""Hybrid search: the one retrieval function behind the planner, the API and the benchmarks.
+"""Hybrid search: the one retrieval behind the planner, the API and the benchmarks.
 
 BM25 candidates from FTS5 (any of the query's affordable terms, per item type; see
 query_terms.MATCH_BUDGET) and nearest neighbours from the agent's usearch index are each
 normalised over their candidate pool and blended; optional recency decay and MMR
-re-ranking follow. Every item is re-read from SQLite with the agent, scope, time window
+re-ranking follow. Every item is re-read from SQLite with the agent, kind, time window
 and "current fact" filters, so nothing another agent owns, superseded or deleted can be
 returned, whatever the vector index holds.
 """
@@ -14,20 +14,21 @@ import asyncio
 import logging
 import math
 import time
+from collections.abc import Collection
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
-from mnemoproxy.errors import InvalidRequest
-from mnemoproxy.memory.models import SCOPES, Scope
+from mnemoproxy.errors import InvalidArgument
+from mnemoproxy.memory.embedders import Embedder
+from mnemoproxy.memory.models import KINDS, Kind
 from mnemoproxy.memory.query_terms import MATCH_BUDGET, query_terms
+from mnemoproxy.memory.store import Store
 from mnemoproxy.memory.store.db import require_agent
-from mnemoproxy.memory.store.records import ItemType
+from mnemoproxy.memory.store.records import ItemType, item_type_of
 from mnemoproxy.memory.store.retrieval import StoredItem
-
-if TYPE_CHECKING:
-    from mnemoproxy.memory.store import Store
+from mnemoproxy.memory.vectors import VectorIndexes
 
 log = logging.getLogger(__name__)
 
@@ -40,14 +41,6 @@ SECONDS_PER_DAY = 86_400.0
 RECENCY_WEIGHT = 0.5
 DEFAULT_MMR_LAMBDA: float | None = None
 FETCH_MARGIN = 10
-
-_SCOPE_TYPES: dict[Scope | None, tuple[ItemType, ...]] = {
-    None: ("fact", "episode", "transcript"),
-    "pinned": ("fact",),
-    "episodes": ("episode",),
-    "transcript": ("transcript",),
-}
-
 
 @dataclass(frozen=True)
 class Fusion:
@@ -62,9 +55,9 @@ class Fusion:
 
     def __post_init__(self) -> None:
         if not 0.0 <= self.vector_weight <= 1.0:
-            raise InvalidRequest("vector_weight must be between 0 and 1")
+            raise InvalidArgument("vector_weight must be between 0 and 1")
         if self.match_budget < 1:
-            raise InvalidRequest("match_budget must be at least 1")
+            raise InvalidArgument("match_budget must be at least 1")
 
 
 DEFAULT_FUSION = Fusion()
@@ -73,7 +66,7 @@ BM25_ONLY = Fusion(vector_weight=0.0)
 
 @dataclass
 class SearchResult:
-    item_type: ItemType
+    kind: Kind
     item_id: int
     text: str
     score: float
@@ -82,131 +75,181 @@ class SearchResult:
     at: float | None = None
 
 
-async def search(
-    store: Store,
-    agent_id: str,
-    query: str,
-    *,
-    scope: Scope | None = None,
-    top_k: int = 10,
-    days: float | None = None,
-    now: float | None = None,
-    recency_half_life_days: float | None = None,
-    mmr_lambda: float | None = DEFAULT_MMR_LAMBDA,
-    fusion: Fusion = DEFAULT_FUSION,
-) -> list[SearchResult]:
-    """The agent's items best matching `query`, best first; [] for a blank query.
+class Retriever:
+    """Hybrid search over one store, its vector indexes and the embedder that filled them."""
 
-    Raises InvalidRequest for arguments a client must fix (scope, top_k, days, ...)."""
-    _validate(agent_id, query, scope, top_k, days, recency_half_life_days, mmr_lambda)
-    text = query.strip()
-    if not text:
-        return []
-    now = time.time() if now is None else now
-    since = None if days is None else now - days * SECONDS_PER_DAY
-    item_types = _SCOPE_TYPES[scope]
-    pool = max(fusion.pool, top_k)
+    def __init__(self, store: Store, vectors: VectorIndexes, embedder: Embedder) -> None:
+        self.store = store
+        self.vectors = vectors
+        self.embedder = embedder
 
-    # The query embedding (a thread) and the FTS queries (the reader's thread) overlap.
-    bm25, vector = await asyncio.gather(
-        _bm25_scores(store, agent_id, text, item_types, since, pool, fusion),
-        _vector_scores(store, agent_id, text, item_types, pool, fusion),
-    )
-    fused = _blend(bm25, vector, fusion.vector_weight)
-    # Only the weakest vector-only candidate scores exactly 0: not worth returning.
-    ranked = sorted((k for k in fused if fused[k] > 0), key=fused.__getitem__, reverse=True)
-    # The re-read drops items that are deleted, superseded or outside the window: read a
-    # little more than asked, and the rest of the slack only when that was not enough
-    # (or all of it at once when recency or MMR will reorder the candidates).
-    ranked = ranked[: max(top_k * 5, 20)]
-    reranked = recency_half_life_days is not None or mmr_lambda is not None
-    first = len(ranked) if reranked else top_k + FETCH_MARGIN
-    items = await store.fetch_items(agent_id, ranked[:first], since=since)
-    if len(items) < top_k and len(ranked) > first:
-        items.update(await store.fetch_items(agent_id, ranked[first:], since=since))
+    async def search(
+        self,
+        agent_id: str,
+        query: str,
+        *,
+        kinds: Collection[Kind] | None = None,
+        top_k: int = 10,
+        days: float | None = None,
+        now: float | None = None,
+        recency_half_life_days: float | None = None,
+        mmr_lambda: float | None = DEFAULT_MMR_LAMBDA,
+        fusion: Fusion = DEFAULT_FUSION,
+    ) -> list[SearchResult]:
+        """The agent's items of `kinds` (all when None) best matching `query`, best first;
+        [] for a blank query.
 
-    results = []
-    for key in ranked:
-        item = items.get(key)
-        if item is None:
-            continue
-        components = {"bm25": bm25.get(key, 0.0), "vector": vector.get(key, 0.0),
-                      "fused": fused[key]}
-        score = fused[key]
-        if recency_half_life_days is not None and item.at is not None:
-            age_days = max(0.0, now - item.at) / SECONDS_PER_DAY
-            decay = 0.5 ** (age_days / recency_half_life_days)
-            components["recency"] = decay
-            score *= 1.0 - RECENCY_WEIGHT + RECENCY_WEIGHT * decay
-        results.append(_result(item, score, components))
-    results.sort(key=lambda result: result.score, reverse=True)
-    if mmr_lambda is not None and len(results) > 1:
-        return await _mmr(store, agent_id, results, top_k, mmr_lambda)
-    return results[:top_k]
+        Raises InvalidArgument for arguments a caller must fix (kinds, top_k, days, ...)."""
+        _validate(agent_id, query, kinds, top_k, days, recency_half_life_days, mmr_lambda)
+        text = query.strip()
+        if not text:
+            return []
+        wanted = frozenset(KINDS if kinds is None else kinds)
+        now = time.time() if now is None else now
+        since = None if days is None else now - days * SECONDS_PER_DAY
+        item_types = tuple(dict.fromkeys(item_type_of(kind) for kind in KINDS if kind in wanted))
+        pool = max(fusion.pool, top_k)
+
+        # The query embedding (a thread) and the FTS queries (the reader's thread) overlap.
+        bm25, vector = await asyncio.gather(
+            self._bm25_scores(agent_id, text, item_types, since, pool, fusion),
+            self._vector_scores(agent_id, text, item_types, pool, fusion),
+        )
+        fused = _blend(bm25, vector, fusion.vector_weight)
+        # Only the weakest vector-only candidate scores exactly 0: not worth returning.
+        ranked = sorted((k for k in fused if fused[k] > 0), key=fused.__getitem__, reverse=True)
+        # The re-read drops items that are deleted, superseded, of another kind or outside
+        # the window: read a little more than asked, and the rest of the slack only when
+        # that was not enough (or all of it at once when recency or MMR will reorder).
+        ranked = ranked[: max(top_k * 5, 20)]
+        reranked = recency_half_life_days is not None or mmr_lambda is not None
+        first = len(ranked) if reranked else top_k + FETCH_MARGIN
+        items = await self._fetch(agent_id, ranked[:first], since, wanted)
+        if len(items) < top_k and len(ranked) > first:
+            items.update(await self._fetch(agent_id, ranked[first:], since, wanted))
+
+        results = []
+        for key in ranked:
+            item = items.get(key)
+            if item is None:
+                continue
+            components = {"bm25": bm25.get(key, 0.0), "vector": vector.get(key, 0.0),
+                          "fused": fused[key]}
+            score = fused[key]
+            if recency_half_life_days is not None and item.at is not None:
+                age_days = max(0.0, now - item.at) / SECONDS_PER_DAY
+                decay = 0.5 ** (age_days / recency_half_life_days)
+                components["recency"] = decay
+                score *= 1.0 - RECENCY_WEIGHT + RECENCY_WEIGHT * decay
+            results.append(_result(item, score, components))
+        results.sort(key=lambda result: result.score, reverse=True)
+        if mmr_lambda is not None and len(results) > 1:
+            return await self._mmr(agent_id, results, top_k, mmr_lambda)
+        return results[:top_k]
+
+    async def _fetch(
+        self,
+        agent_id: str,
+        keys: list[tuple[ItemType, int]],
+        since: float | None,
+        kinds: frozenset[Kind],
+    ) -> dict[tuple[ItemType, int], StoredItem]:
+        found = await self.store.fetch_items(agent_id, keys, since=since)
+        return {key: item for key, item in found.items() if item.kind in kinds}
+
+    async def _bm25_scores(
+        self,
+        agent_id: str,
+        text: str,
+        item_types: tuple[ItemType, ...],
+        since: float | None,
+        pool: int,
+        fusion: Fusion,
+    ) -> dict[tuple[ItemType, int], float]:
+        terms = query_terms(text)
+        if not terms or fusion.vector_weight >= 1.0:
+            return {}
+        hits = await self.store.bm25_candidates(
+            agent_id, terms, item_types, since=since, limit=pool, match_budget=fusion.match_budget
+        )
+        return {(item_type, item_id): score for item_type, item_id, score in hits}
+
+    async def _vector_scores(
+        self,
+        agent_id: str,
+        text: str,
+        item_types: tuple[ItemType, ...],
+        pool: int,
+        fusion: Fusion,
+    ) -> dict[tuple[ItemType, int], float]:
+        if fusion.vector_weight <= 0.0:
+            return {}
+        try:
+            query_vector = await self.embedder.embed([text[:MAX_EMBED_CHARS]])
+        except Exception:
+            # A broken embedder (e.g. an unreachable endpoint) costs the vector half, not
+            # the search: BM25 results still come back.
+            log.exception("query embedding failed; searching by text only")
+            return {}
+        query = np.asarray(query_vector[0], dtype=np.float32)
+        if "transcript" not in item_types:
+            return await self._exact_vector_scores(agent_id, query, item_types, pool)
+        # One index holds every item type, transcript messages nearly all of it: a
+        # transcript search loses only a few of its `pool` neighbours to the other types.
+        hits = await self.vectors.search(agent_id, query, pool)
+        return {(t, i): similarity for t, i, similarity in hits if t in item_types}
+
+    async def _exact_vector_scores(
+        self,
+        agent_id: str,
+        query: np.ndarray,
+        item_types: tuple[ItemType, ...],
+        pool: int,
+    ) -> dict[tuple[ItemType, int], float]:
+        """Cosine similarity to each of the agent's vectors of `item_types`, the best `pool`.
+        For facts and episodes: a few percent of an agent's items, so the index's nearest
+        neighbours of every type would hold few of them, and their own vectors number a few
+        thousand at most."""
+        keys, matrix = await self.store.embedding_matrix(agent_id, self.embedder.name, item_types)
+        if not keys:
+            return {}
+        norms = np.linalg.norm(matrix, axis=1) * float(np.linalg.norm(query))
+        similarities = matrix @ query / np.maximum(norms, 1e-12)
+        best = np.argsort(-similarities)[:pool]
+        return {keys[n]: float(similarities[n]) for n in best}
+
+    async def _mmr(
+        self, agent_id: str, results: list[SearchResult], top_k: int, lam: float
+    ) -> list[SearchResult]:
+        """Maximal marginal relevance: trade a little relevance for not repeating oneself.
+        Items without a vector yet count as unlike everything."""
+        rows = await self.store.embedding_rows(
+            agent_id, self.embedder.name, [result_key(r) for r in results]
+        )
+        vectors = {(t, i): vector for t, i, vector in rows}
+        best = results[0].score or 1.0
+        chosen: list[SearchResult] = []
+        remaining = list(results)
+        while remaining and len(chosen) < top_k:
+            def marginal(candidate: SearchResult) -> float:
+                mine = vectors.get(result_key(candidate))
+                redundancy = max(
+                    (float(mine @ theirs) for other in chosen
+                     if mine is not None
+                     and (theirs := vectors.get(result_key(other))) is not None),
+                    default=0.0,
+                )
+                return lam * candidate.score / best - (1.0 - lam) * redundancy
+
+            pick = max(remaining, key=marginal)
+            remaining.remove(pick)
+            chosen.append(pick)
+        return chosen
 
 
-async def _bm25_scores(
-    store: Store,
-    agent_id: str,
-    text: str,
-    item_types: tuple[ItemType, ...],
-    since: float | None,
-    pool: int,
-    fusion: Fusion,
-) -> dict[tuple[ItemType, int], float]:
-    terms = query_terms(text)
-    if not terms or fusion.vector_weight >= 1.0:
-        return {}
-    hits = await store.bm25_candidates(
-        agent_id, terms, item_types, since=since, limit=pool, match_budget=fusion.match_budget
-    )
-    return {(item_type, item_id): score for item_type, item_id, score in hits}
-
-
-async def _vector_scores(
-    store: Store,
-    agent_id: str,
-    text: str,
-    item_types: tuple[ItemType, ...],
-    pool: int,
-    fusion: Fusion,
-) -> dict[tuple[ItemType, int], float]:
-    if fusion.vector_weight <= 0.0:
-        return {}
-    try:
-        query_vector = await asyncio.to_thread(store.embedder.embed, [text[:MAX_EMBED_CHARS]])
-    except Exception:
-        # A broken embedder (e.g. an unreachable endpoint) costs the vector half, not the
-        # search: BM25 results still come back.
-        log.exception("query embedding failed; searching by text only")
-        return {}
-    query = np.asarray(query_vector[0], dtype=np.float32)
-    if "transcript" not in item_types:
-        return await _exact_vector_scores(store, agent_id, query, item_types, pool)
-    # One index holds every item type, transcript messages nearly all of it: a transcript
-    # search loses only a few of its `pool` neighbours to the other types.
-    hits = await store.vectors.search(agent_id, query, pool)
-    return {(t, i): similarity for t, i, similarity in hits if t in item_types}
-
-
-async def _exact_vector_scores(
-    store: Store,
-    agent_id: str,
-    query: np.ndarray,
-    item_types: tuple[ItemType, ...],
-    pool: int,
-) -> dict[tuple[ItemType, int], float]:
-    """Cosine similarity to each of the agent's vectors of `item_types`, the best `pool`.
-    For facts and episodes: a few percent of an agent's items, so the index's nearest
-    neighbours of every type would hold few of them, and their own vectors number a few
-    thousand at most."""
-    keys, matrix = await store.embedding_matrix(agent_id, store.embedder.name, item_types)
-    if not keys:
-        return {}
-    norms = np.linalg.norm(matrix, axis=1) * float(np.linalg.norm(query))
-    similarities = matrix @ query / np.maximum(norms, 1e-12)
-    best = np.argsort(-similarities)[:pool]
-    return {keys[n]: float(similarities[n]) for n in best}
+def result_key(result: SearchResult) -> tuple[ItemType, int]:
+    """Where a result is stored: its table and id."""
+    return item_type_of(result.kind), result.item_id
 
 
 def _blend(
@@ -235,45 +278,16 @@ def _min_max(scores: dict[tuple[ItemType, int], float]) -> dict[tuple[ItemType, 
     return {key: (value - low) / (high - low) for key, value in scores.items()}
 
 
-async def _mmr(
-    store: Store, agent_id: str, results: list[SearchResult], top_k: int, lam: float
-) -> list[SearchResult]:
-    """Maximal marginal relevance: trade a little relevance for not repeating oneself.
-    Items without a vector yet count as unlike everything."""
-    rows = await store.embedding_rows(
-        agent_id, store.embedder.name, [(r.item_type, r.item_id) for r in results]
-    )
-    vectors = {(t, i): vector for t, i, vector in rows}
-    best = results[0].score or 1.0
-    chosen: list[SearchResult] = []
-    remaining = list(results)
-    while remaining and len(chosen) < top_k:
-        def marginal(candidate: SearchResult) -> float:
-            mine = vectors.get((candidate.item_type, candidate.item_id))
-            redundancy = max(
-                (float(mine @ theirs) for other in chosen
-                 if mine is not None
-                 and (theirs := vectors.get((other.item_type, other.item_id))) is not None),
-                default=0.0,
-            )
-            return lam * candidate.score / best - (1.0 - lam) * redundancy
-
-        pick = max(remaining, key=marginal)
-        remaining.remove(pick)
-        chosen.append(pick)
-    return chosen
-
-
 def _result(item: StoredItem, score: float, components: dict[str, float]) -> SearchResult:
     return SearchResult(
-        item.item_type, item.item_id, item.text, score, components, item.provenance, item.at
+        item.kind, item.item_id, item.text, score, components, item.provenance, item.at
     )
 
 
 def _validate(
     agent_id: str,
     query: str,
-    scope: Scope | None,
+    kinds: Collection[Kind] | None,
     top_k: int,
     days: float | None,
     half_life: float | None,
@@ -281,18 +295,17 @@ def _validate(
 ) -> None:
     require_agent(agent_id)
     if not isinstance(query, str):
-        raise InvalidRequest("query must be a string", param="query")
-    if scope is not None and scope not in SCOPES:
-        raise InvalidRequest(
-            f"scope {scope!r} is unknown; use one of {', '.join(SCOPES)} or leave it out",
-            param="scope",
+        raise InvalidArgument("query must be a string", param="query")
+    if kinds is not None and (not kinds or any(kind not in KINDS for kind in kinds)):
+        raise InvalidArgument(
+            f"kinds must be some of {', '.join(KINDS)}, or left out for all", param="kinds"
         )
     if isinstance(top_k, bool) or not isinstance(top_k, int) or not 1 <= top_k <= MAX_TOP_K:
-        raise InvalidRequest(f"top_k must be an integer from 1 to {MAX_TOP_K}", param="top_k")
+        raise InvalidArgument(f"top_k must be an integer from 1 to {MAX_TOP_K}", param="top_k")
     for name, value in (("days", days), ("recency_half_life_days", half_life)):
         if value is not None and not (
             isinstance(value, int | float) and math.isfinite(value) and value > 0
         ):
-            raise InvalidRequest(f"{name} must be a positive number of days", param=name)
+            raise InvalidArgument(f"{name} must be a positive number of days", param=name)
     if mmr_lambda is not None and not 0.0 <= mmr_lambda <= 1.0:
-        raise InvalidRequest("mmr_lambda must be between 0 and 1", param="mmr_lambda")
+        raise InvalidArgument("mmr_lambda must be between 0 and 1", param="mmr_lambda")

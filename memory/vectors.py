@@ -17,15 +17,13 @@ import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol
+from typing import Protocol
 
 import numpy as np
 from usearch.index import Index
 
+from mnemoproxy.memory.embedders import Embedder
 from mnemoproxy.memory.store.records import ITEM_TYPES, ItemType
-
-if TYPE_CHECKING:
-    from mnemoproxy.memory.embedders import Embedder
 
 log = logging.getLogger(__name__)
 

@@ -12,21 +12,21 @@ from litestar.datastructures import State
 from litestar.di import NamedDependency, Provide
 
 from mnemoproxy.config.settings import Settings
+from mnemoproxy.gate import ReadPath
+from mnemoproxy.memory import Memory
 from mnemoproxy.proxy.chat import chat_completions
+from mnemoproxy.proxy.chat_memory import open_memory
 from mnemoproxy.proxy.errors import EXCEPTION_HANDLERS
-from mnemoproxy.proxy.memory_api import MEMORY_ROUTES
-from mnemoproxy.proxy.memory_service import MemoryService
+from mnemoproxy.proxy.memory_api import MEMORY_ROUTES, TYPE_DECODERS
 from mnemoproxy.proxy.passthrough import pass_through
-from mnemoproxy.proxy.services import ChatMemory, Services
+from mnemoproxy.proxy.services import Services
 from mnemoproxy.proxy.upstream import Upstream
 
 log = logging.getLogger("mnemoproxy")
 
-# Builds the memory side once the upstream exists (the distiller reaches the core model
-# through it); returns the ChatMemory and an async close function.
-MemoryFactory = Callable[
-    [Settings, Upstream], Awaitable[tuple[ChatMemory, Callable[[], Awaitable[None]]]]
-]
+# Opens memory and its read path once the upstream exists (memory reaches the core model
+# and a remote embedder through it). Tests pass their own to inject faults.
+MemoryOpener = Callable[[Settings, Upstream], Awaitable[tuple[Memory, ReadPath]]]
 
 
 def _services(state: State) -> Services:
@@ -36,9 +36,7 @@ def _services(state: State) -> Services:
 
 @get("/health")
 async def health(services: NamedDependency[Services]) -> dict[str, Any]:
-    memory: Any = "disabled"
-    if isinstance(services.memory, MemoryService):
-        memory = {**await services.memory.store.status(), "status": "ok"}
+    memory: Any = "disabled" if services.memory is None else await services.memory.health()
     return {"status": "ok", "upstream": services.upstream.base_url, "memory": memory}
 
 
@@ -46,7 +44,7 @@ def create_app(
     settings: Settings,
     *,
     upstream: Upstream | None = None,
-    memory_factory: MemoryFactory | None = None,
+    memory_opener: MemoryOpener = open_memory,
 ) -> Litestar:
     """Build the app. Collaborators can be passed in (tests pass fakes); whatever is not
     passed is created in the lifespan, so importing this module stays cheap."""
@@ -54,16 +52,16 @@ def create_app(
     @asynccontextmanager
     async def lifespan(app: Litestar) -> AsyncIterator[None]:
         client = upstream or Upstream(settings)
-        memory: ChatMemory | None = None
-        close_memory: Callable[[], Awaitable[None]] | None = None
-        if settings.enabled and memory_factory is not None:
-            memory, close_memory = await memory_factory(settings, client)
-        app.state.services = Services(settings=settings, upstream=client, memory=memory)
+        memory: Memory | None = None
+        read_path: ReadPath | None = None
+        if settings.enabled:
+            memory, read_path = await memory_opener(settings, client)
+        app.state.services = Services(settings, client, memory, read_path)
         try:
             yield
         finally:
-            if close_memory is not None:
-                await close_memory()
+            if memory is not None:
+                await memory.close()
             if upstream is None:
                 await client.aclose()
 
@@ -71,6 +69,7 @@ def create_app(
         route_handlers=[chat_completions, pass_through, health, *MEMORY_ROUTES],
         dependencies={"services": Provide(_services, sync_to_thread=False)},
         exception_handlers=EXCEPTION_HANDLERS,
+        type_decoders=TYPE_DECODERS,
         lifespan=[lifespan],
         request_max_body_size=settings.max_body_bytes,
         openapi_config=None,

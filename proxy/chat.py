@@ -8,41 +8,43 @@ from typing import Any
 from litestar import Request, Response, post
 from litestar.di import NamedDependency
 
-from mnemoproxy.errors import InvalidRequest
-from mnemoproxy.proxy.relay import relay
+from mnemoproxy.errors import InvalidArgument
+from mnemoproxy.proxy.chat_memory import prepare, remember
+from mnemoproxy.proxy.relay import OnReply, relay
 from mnemoproxy.proxy.services import Services
+from mnemoproxy.proxy.sse import AssistantReply
 from mnemoproxy.proxy.upstream import forward_headers
 
 
 def parse_chat_body(raw: bytes) -> dict[str, Any]:
-    """The request as a dict, or InvalidRequest naming what is wrong."""
+    """The request as a dict, or InvalidArgument naming what is wrong."""
     try:
         body = json.loads(raw)
     except (ValueError, UnicodeDecodeError) as exc:
-        raise InvalidRequest(
+        raise InvalidArgument(
             f"the request body is not valid JSON ({exc}); send a chat completion request "
             "as a JSON object"
         ) from None
     if not isinstance(body, dict):
-        raise InvalidRequest("the request body must be a JSON object with a 'messages' list")
+        raise InvalidArgument("the request body must be a JSON object with a 'messages' list")
     messages = body.get("messages")
     if messages is None:
-        raise InvalidRequest(
+        raise InvalidArgument(
             "'messages' is required: a list of {role, content} objects", param="messages"
         )
     if not isinstance(messages, list) or not messages:
-        raise InvalidRequest("'messages' must be a non-empty list", param="messages")
+        raise InvalidArgument("'messages' must be a non-empty list", param="messages")
     for i, message in enumerate(messages):
         if not isinstance(message, dict):
-            raise InvalidRequest(
+            raise InvalidArgument(
                 f"messages[{i}] must be an object with 'role' and 'content'", param=f"messages[{i}]"
             )
         if not isinstance(message.get("role"), str):
-            raise InvalidRequest(
+            raise InvalidArgument(
                 f"messages[{i}].role must be a string such as 'user'", param=f"messages[{i}].role"
             )
     if "stream" in body and not isinstance(body["stream"], bool | None):
-        raise InvalidRequest("'stream' must be true or false", param="stream")
+        raise InvalidArgument("'stream' must be true or false", param="stream")
     return body
 
 
@@ -52,7 +54,7 @@ MAX_ID_CHARS = 256
 def _memory_header(request: Request[Any, Any, Any], name: str) -> str:
     value = request.headers.get(name, "").strip()
     if len(value) > MAX_ID_CHARS:
-        raise InvalidRequest(f"{name} is longer than {MAX_ID_CHARS} characters", param=name)
+        raise InvalidArgument(f"{name} is longer than {MAX_ID_CHARS} characters", param=name)
     return value
 
 
@@ -66,8 +68,9 @@ async def chat_completions(
     session_id = _memory_header(request, "X-Session-Id") or None
 
     plan = None
-    if agent_id and services.memory is not None:
-        plan = await services.memory.before(agent_id, session_id, body)
+    memory, read_path = services.memory, services.read_path
+    if agent_id and memory is not None and read_path is not None:
+        plan = await prepare(read_path, agent_id, session_id, body)
         if plan.body is not None:
             raw = json.dumps(plan.body, ensure_ascii=False).encode()
 
@@ -77,16 +80,14 @@ async def chat_completions(
     upstream_response = await services.upstream.send(
         "POST", "/v1/chat/completions", headers=headers, content=raw
     )
-    on_reply = None
-    if plan is not None and services.memory is not None:
-        memory = services.memory
-        recorded_plan = plan
+    on_reply: OnReply | None = None
+    if plan is not None and memory is not None:
+        recorded_plan, recording_memory = plan, memory
 
-        def on_reply(reply: Any) -> None:
-            memory.after(recorded_plan, reply)
+        def on_reply(reply: AssistantReply) -> None:
+            remember(recording_memory, recorded_plan, reply)
 
     return await relay(
-        services.upstream,
         upstream_response,
         extra_headers=plan.headers if plan is not None else None,
         on_reply=on_reply,

@@ -41,14 +41,13 @@ def serve(settings: Settings) -> None:
     import uvicorn
 
     from mnemoproxy.proxy.app import create_app
-    from mnemoproxy.proxy.memory_service import build_memory
 
     logging.basicConfig(
         level=settings.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s"
     )
     # httpx logs every request at INFO: a measurable cost per relayed request.
     logging.getLogger("httpx").setLevel(logging.WARNING)
-    app = create_app(settings, memory_factory=build_memory)
+    app = create_app(settings)
     uvicorn.run(
         app,
         host=settings.host,

@@ -1,38 +1,115 @@
-"""Every error body leaves through `error_body`, in OpenAI's shape, so SDKs parse it."""
+"""Errors as HTTP: each class of the domain's error tree has its status and OpenAI error type
+here, in one table, and every error body leaves through `error_body`, in OpenAI's shape, so
+SDKs parse it. Litestar's own HTTP exceptions are first translated into the domain's."""
 
 from __future__ import annotations
 
 import json
 import logging
+import re
 from typing import Any
 
 from litestar import Request, Response
 from litestar.exceptions import HTTPException, ValidationException
 
-from mnemoproxy.errors import MnemoError
+from mnemoproxy.errors import (
+    DistillError,
+    InvalidArgument,
+    MemoryDisabled,
+    MemoryFailure,
+    MnemoError,
+    NotFound,
+    SettingError,
+    TooLarge,
+    UpstreamError,
+    UpstreamTimeout,
+)
 
 log = logging.getLogger("mnemoproxy")
 
-_HTTP_TYPES = {404: "not_found", 405: "method_not_allowed", 413: "payload_too_large"}
+
+_MISSING_FIELD = re.compile(r"missing required field `([^`]+)`")
 
 
-def error_body(
-    message: str, *, error_type: str, param: str | None = None, code: str | None = None
-) -> dict[str, Any]:
-    return {"error": {"message": message, "type": error_type, "param": param, "code": code}}
+class MethodNotAllowed(InvalidArgument):
+    code = "method_not_allowed"
+
+
+# (HTTP status, OpenAI error type) per error class; an error takes its nearest ancestor's.
+HTTP_STATUS: dict[type[MnemoError], tuple[int, str]] = {
+    InvalidArgument: (400, "invalid_request_error"),
+    MethodNotAllowed: (405, "invalid_request_error"),
+    NotFound: (404, "invalid_request_error"),
+    TooLarge: (413, "invalid_request_error"),
+    UpstreamError: (502, "upstream_error"),
+    UpstreamTimeout: (504, "upstream_error"),
+    MemoryDisabled: (503, "memory_error"),
+    MemoryFailure: (500, "memory_error"),
+    DistillError: (502, "memory_error"),
+    SettingError: (500, "configuration_error"),
+    MnemoError: (500, "server_error"),
+}
+
+
+def http_status(exc: MnemoError) -> tuple[int, str]:
+    for cls in type(exc).__mro__:
+        if cls in HTTP_STATUS:
+            return HTTP_STATUS[cls]
+    return HTTP_STATUS[MnemoError]
+
+
+def error_body(exc: MnemoError) -> dict[str, Any]:
+    _, error_type = http_status(exc)
+    return {
+        "error": {"message": exc.message, "type": error_type, "param": exc.param, "code": exc.code}
+    }
 
 
 def error_response(exc: MnemoError) -> Response[dict[str, Any]]:
-    return Response(
-        error_body(exc.message, error_type=exc.error_type, param=exc.param, code=exc.code),
-        status_code=exc.status,
-    )
+    return Response(error_body(exc), status_code=http_status(exc)[0])
 
 
 def sse_error_event(exc: MnemoError) -> bytes:
     """The event that ends a stream the upstream broke: clients see why, then the close."""
-    body = error_body(exc.message, error_type=exc.error_type, param=exc.param, code=exc.code)
-    return b"data: " + json.dumps(body).encode() + b"\n\n"
+    return b"data: " + json.dumps(error_body(exc)).encode() + b"\n\n"
+
+
+def from_http_exception(request: Request[Any, Any, Any], exc: HTTPException) -> MnemoError:
+    """Litestar's own refusals (routing, body size, typed-body validation) as domain errors."""
+    status = exc.status_code
+    if isinstance(exc, ValidationException) or status == 400:
+        return _invalid_body(exc)
+    if status == 404:
+        return NotFound(
+            f"no route {request.method} {request.url.path}; the proxy serves /v1/*, /memory/*, "
+            "/agents and /health"
+        )
+    if status == 413:
+        return TooLarge(
+            "the request body is larger than the proxy accepts; send a smaller body or raise "
+            "the max_body_bytes setting"
+        )
+    if status == 405:
+        return MethodNotAllowed(f"method {request.method} is not allowed on {request.url.path}")
+    if status < 500:
+        return InvalidArgument(str(exc.detail))
+    return MnemoError(str(exc.detail))
+
+
+def _invalid_body(exc: HTTPException) -> InvalidArgument:
+    """The first problem a typed body reported, naming the field: its path (`turns[0].user`),
+    or the missing field's own name (Litestar calls the whole body `data`)."""
+    problems = exc.extra if isinstance(exc.extra, list) else []
+    first = problems[0] if problems and isinstance(problems[0], dict) else {}
+    message = str(first.get("message") or exc.detail)
+    key = str(first.get("key") or "")
+    path = "" if key == "data" else key
+    missing = _MISSING_FIELD.search(message)
+    if missing:
+        path = f"{path}.{missing[1]}" if path else missing[1]
+    if path and path not in message:
+        message = f"'{path}': {message}"
+    return InvalidArgument(f"invalid request: {message}", param=path or None)
 
 
 def _on_mnemo_error(_: Request[Any, Any, Any], exc: MnemoError) -> Response[dict[str, Any]]:
@@ -42,42 +119,13 @@ def _on_mnemo_error(_: Request[Any, Any, Any], exc: MnemoError) -> Response[dict
 def _on_http_exception(
     request: Request[Any, Any, Any], exc: HTTPException
 ) -> Response[dict[str, Any]]:
-    status = exc.status_code
-    code: str | None
-    if isinstance(exc, ValidationException) or status == 400:
-        message = f"invalid request: {exc.detail}"
-        kind, code = "invalid_request_error", "invalid_request"
-    elif status == 404:
-        message = (
-            f"no route {request.method} {request.url.path}; the proxy serves /v1/*, /memory/*, "
-            "/agents and /health"
-        )
-        kind, code = "invalid_request_error", "not_found"
-    elif status == 413:
-        message = (
-            "the request body is larger than the proxy accepts; send a smaller body or raise "
-            "the max_body_bytes setting"
-        )
-        kind, code = "invalid_request_error", _HTTP_TYPES[413]
-    elif status == 405:
-        message = f"method {request.method} is not allowed on {request.url.path}"
-        kind, code = "invalid_request_error", _HTTP_TYPES[405]
-    else:
-        message = str(exc.detail)
-        kind = "invalid_request_error" if status < 500 else "server_error"
-        code = _HTTP_TYPES.get(status)
-    return Response(error_body(message, error_type=kind, code=code), status_code=status)
+    return error_response(from_http_exception(request, exc))
 
 
 def _on_unexpected(request: Request[Any, Any, Any], exc: Exception) -> Response[dict[str, Any]]:
     log.exception("unexpected error on %s %s", request.method, request.url.path)
-    return Response(
-        error_body(
-            "the proxy hit an internal error; it is logged, please report it",
-            error_type="server_error",
-            code="internal_error",
-        ),
-        status_code=500,
+    return error_response(
+        MnemoError("the proxy hit an internal error; it is logged, please report it")
     )
 
 

@@ -1,128 +1,110 @@
-"""The memory API: /memory/ingest, /memory/search, /memory/preview and /agents.
+"""The memory API: /memory/ingest, /memory/search, /memory/preview, /memory/consolidate and
+/agents.
 
-Bodies are checked field by field so that a bad one gets a 400 naming the field.
+Bodies are typed (msgspec structs): Litestar validates them, and a bad one gets a 400 in
+OpenAI's shape naming the field (proxy/errors.py).
 """
 
 from __future__ import annotations
 
-import json
 from dataclasses import asdict
 from datetime import UTC, datetime
-from typing import Any
+from typing import Annotated, Any, Literal
 
-from litestar import Request, get, post
+import msgspec
+from litestar import get, post
 from litestar.di import NamedDependency
+from litestar.params import JSONBody
 
-from mnemoproxy.errors import InvalidRequest, MemoryUnavailable
-from mnemoproxy.memory.models import SCOPES, Turn
-from mnemoproxy.memory.search import search
+from mnemoproxy.memory import SCOPES, Turn
 from mnemoproxy.proxy.chat import MAX_ID_CHARS
-from mnemoproxy.proxy.memory_service import MemoryService
 from mnemoproxy.proxy.services import Services
 
 MAX_INGEST_TURNS = 10_000
+# Dates outside these years are typos or attacks, and some date arithmetic overflows on them.
+FIRST_YEAR, LAST_YEAR = 1900, 2999
+
+Id = Annotated[str, msgspec.Meta(min_length=1, max_length=MAX_ID_CHARS, pattern=r"\S")]
+Scope = Literal["pinned", "identity", "episodes", "episode", "transcript"]
 
 
-def _memory(services: Services) -> MemoryService:
-    if not isinstance(services.memory, MemoryService):
-        raise MemoryUnavailable("memory is disabled on this proxy; start it with enabled = true")
-    return services.memory
+class Moment(datetime):
+    """A time a client sends: ISO 8601 text (a date or a date-time; naive means UTC) or unix
+    seconds. Decoded by `decode_moment`, which Litestar is given as a type decoder."""
 
 
-async def _json_object(request: Request[Any, Any, Any]) -> dict[str, Any]:
-    try:
-        body = json.loads(await request.body())
-    except (ValueError, UnicodeDecodeError) as exc:
-        raise InvalidRequest(f"the request body is not valid JSON ({exc})") from None
-    if not isinstance(body, dict):
-        raise InvalidRequest("the request body must be a JSON object")
-    return body
-
-
-def _text(
-    body: dict[str, Any], name: str, *, required: bool = True, limit: int = MAX_ID_CHARS
-) -> str:
-    value = body.get(name)
-    if value is None and not required:
-        return ""
-    if not isinstance(value, str) or not value.strip():
-        raise InvalidRequest(f"'{name}' is required and must be a non-empty string", param=name)
-    if len(value) > limit:
-        raise InvalidRequest(f"'{name}' is longer than {limit} characters", param=name)
-    return value.strip()
-
-
-def _date(value: Any, param: str) -> datetime | None:
-    """ISO 8601 text (a date or a date-time; naive means UTC) or unix seconds."""
-    if value is None:
-        return None
+def decode_moment(_: type, value: Any) -> Moment:
     try:
         if isinstance(value, int | float) and not isinstance(value, bool):
-            return datetime.fromtimestamp(float(value), UTC)
-        if isinstance(value, str):
-            parsed = datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
-            return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
-    except (ValueError, OverflowError, OSError):
-        pass
-    raise InvalidRequest(
-        f"'{param}' must be an ISO 8601 date such as 2024-05-08T14:30:00Z, or unix seconds",
-        param=param,
-    )
+            moment = datetime.fromtimestamp(float(value), UTC)
+        elif isinstance(value, str):
+            moment = datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
+            moment = moment if moment.tzinfo else moment.replace(tzinfo=UTC)
+        else:
+            raise TypeError(value)
+        if not FIRST_YEAR <= moment.astimezone(UTC).year <= LAST_YEAR:
+            raise ValueError(value)
+    except (ValueError, OverflowError, OSError, TypeError):
+        # msgspec reports this message at the field's path (turns[3].date).
+        raise ValueError(
+            "must be an ISO 8601 date such as 2024-05-08T14:30:00Z, or unix seconds, "
+            f"between the years {FIRST_YEAR} and {LAST_YEAR}"
+        ) from None
+    return Moment.fromtimestamp(moment.timestamp(), moment.tzinfo)
 
 
-def _number(body: dict[str, Any], name: str, low: float, high: float) -> float | None:
-    value = body.get(name)
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, int | float) or not low <= value <= high:
-        raise InvalidRequest(f"'{name}' must be a number from {low:g} to {high:g}", param=name)
-    return value
+TYPE_DECODERS = [(lambda kind: kind is Moment, decode_moment)]
 
 
-def parse_turns(body: dict[str, Any]) -> list[Turn]:
-    turns = body.get("turns")
-    if not isinstance(turns, list) or not turns:
-        raise InvalidRequest("'turns' must be a non-empty list of {user, assistant}", param="turns")
-    if len(turns) > MAX_INGEST_TURNS:
-        raise InvalidRequest(
-            f"'turns' holds {len(turns)} turns; send at most {MAX_INGEST_TURNS} per request",
-            param="turns",
-        )
-    parsed = []
-    for i, turn in enumerate(turns):
-        where = f"turns[{i}]"
-        if not isinstance(turn, dict):
-            raise InvalidRequest(f"{where} must be an object {{user, assistant}}", param=where)
-        user, assistant = turn.get("user", ""), turn.get("assistant", "")
-        if not isinstance(user, str) or not isinstance(assistant, str):
-            raise InvalidRequest(f"{where}.user and .assistant must be strings", param=where)
-        if not user.strip() and not assistant.strip():
-            raise InvalidRequest(f"{where} has neither user nor assistant text", param=where)
-        parsed.append(Turn(user, assistant, _date(turn.get("date"), f"{where}.date")))
-    return parsed
+class IngestTurn(msgspec.Struct, forbid_unknown_fields=True):
+    user: str = ""
+    assistant: str = ""
+    date: Moment | None = None
+
+    def __post_init__(self) -> None:
+        if not self.user.strip() and not self.assistant.strip():
+            raise ValueError("a turn needs user or assistant text")
+
+
+class IngestBody(msgspec.Struct):
+    agent_id: Id
+    conversation_id: Id
+    turns: Annotated[list[IngestTurn], msgspec.Meta(min_length=1, max_length=MAX_INGEST_TURNS)]
+    session_date: Moment | None = None
+    skip_extraction: bool = False
+
+
+class SearchBody(msgspec.Struct):
+    agent_id: Id
+    query: str
+    scope: Scope | None = None
+    top_k: Annotated[int, msgspec.Meta(ge=1, le=200)] = 10
+    days: Annotated[float, msgspec.Meta(gt=0, le=36500)] | None = None
+
+
+class PreviewBody(msgspec.Struct):
+    agent_id: Id
+    messages: Annotated[list[dict[str, Any]], msgspec.Meta(min_length=1)]
+
+
+class ConsolidateBody(msgspec.Struct):
+    agent_id: Id | None = None
 
 
 @post("/memory/ingest", status_code=200)
-async def ingest(request: Request[Any, Any, Any], services: NamedDependency[Services]) -> Any:
-    memory = _memory(services)
-    body = await _json_object(request)
-    agent_id = _text(body, "agent_id")
-    conversation_id = _text(body, "conversation_id")
-    turns = parse_turns(body)
-    skip = body.get("skip_extraction", False)
-    if not isinstance(skip, bool):
-        raise InvalidRequest("'skip_extraction' must be true or false", param="skip_extraction")
-    result = await memory.writer.ingest(
-        agent_id,
-        conversation_id,
-        turns,
-        session_date=_date(body.get("session_date"), "session_date"),
-        skip_extraction=skip,
+async def ingest(data: JSONBody[IngestBody], services: NamedDependency[Services]) -> Any:
+    memory, _ = services.require_memory()
+    result = await memory.ingest(
+        data.agent_id,
+        data.conversation_id,
+        [Turn(t.user, t.assistant, t.date) for t in data.turns],
+        session_date=data.session_date,
+        skip_extraction=data.skip_extraction,
     )
     return {
         "status": "ok",
-        "agent_id": agent_id,
-        "conversation_id": conversation_id,
+        "agent_id": data.agent_id,
+        "conversation_id": data.conversation_id,
         "turns_ingested": result.turns_ingested,
         "distillation": result.distillation.as_dict(),
     }
@@ -130,58 +112,41 @@ async def ingest(request: Request[Any, Any, Any], services: NamedDependency[Serv
 
 @get("/agents")
 async def agents(services: NamedDependency[Services]) -> Any:
-    return {"agents": await _memory(services).store.agents_summary()}
+    memory, _ = services.require_memory()
+    return {"agents": await memory.agents()}
 
 
 @post("/memory/search", status_code=200)
-async def memory_search(
-    request: Request[Any, Any, Any], services: NamedDependency[Services]
-) -> Any:
-    memory = _memory(services)
-    body = await _json_object(request)
-    agent_id = _text(body, "agent_id")
-    query = body.get("query")
-    if not isinstance(query, str):
-        raise InvalidRequest("'query' must be a string", param="query")
-    scope = body.get("scope")
-    if scope is not None and scope not in SCOPES:
-        raise InvalidRequest(f"'scope' must be one of {', '.join(SCOPES)}", param="scope")
-    top_k = _number(body, "top_k", 1, 200)
-    days = _number(body, "days", 0, 36500)
-    results = await search(
-        memory.store,
-        agent_id,
-        query,
-        scope=scope,
-        top_k=int(top_k) if top_k is not None else 10,
-        days=days,
+async def memory_search(data: JSONBody[SearchBody], services: NamedDependency[Services]) -> Any:
+    memory, _ = services.require_memory()
+    results = await memory.search(
+        data.agent_id,
+        data.query,
+        kinds=SCOPES[data.scope] if data.scope else None,
+        top_k=data.top_k,
+        days=data.days,
     )
-    return {"agent_id": agent_id, "query": query, "results": [asdict(r) for r in results]}
+    return {
+        "agent_id": data.agent_id,
+        "query": data.query,
+        "results": [asdict(result) for result in results],
+    }
 
 
 @post("/memory/preview", status_code=200)
-async def preview(request: Request[Any, Any, Any], services: NamedDependency[Services]) -> Any:
-    memory = _memory(services)
-    body = await _json_object(request)
-    agent_id = _text(body, "agent_id")
-    messages = body.get("messages")
-    if not isinstance(messages, list) or not messages:
-        raise InvalidRequest("'messages' must be a non-empty list", param="messages")
-    if not all(isinstance(m, dict) for m in messages):
-        raise InvalidRequest("every item of 'messages' must be an object", param="messages")
-    return await memory.preview(agent_id, messages)
+async def preview(data: JSONBody[PreviewBody], services: NamedDependency[Services]) -> Any:
+    _, read_path = services.require_memory()
+    result = await read_path.prepare(data.agent_id, data.messages)
+    return {"agent_id": data.agent_id, **result.as_dict()}
 
 
 @post("/memory/consolidate", status_code=200)
 async def consolidate_now(
-    request: Request[Any, Any, Any], services: NamedDependency[Services]
+    services: NamedDependency[Services], data: JSONBody[ConsolidateBody | None] = None
 ) -> Any:
     """Run a consolidation pass now, for one agent (`agent_id`) or all."""
-    memory = _memory(services)
-    raw = await request.body()
-    body = await _json_object(request) if raw.strip() else {}
-    agent_id = _text(body, "agent_id", required=False) or None
-    report = await memory.consolidate(agent_id)
+    memory, _ = services.require_memory()
+    report = await memory.consolidate(data.agent_id if data else None)
     return {"status": "ok", **report.as_dict()}
 
 

@@ -38,4 +38,4 @@ async def pass_through(
         content=body or None,
         query=request.url.query,
     )
-    return await relay(services.upstream, upstream_response)
+    return await relay(upstream_response)

@@ -7,7 +7,6 @@ import logging
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
-import httpx
 from litestar import Response
 from litestar.background_tasks import BackgroundTask
 from litestar.response import Stream
@@ -15,7 +14,7 @@ from litestar.response import Stream
 from mnemoproxy.errors import UpstreamError
 from mnemoproxy.proxy.errors import sse_error_event
 from mnemoproxy.proxy.sse import AssistantReply, StreamTee, reply_from_json
-from mnemoproxy.proxy.upstream import Upstream, response_headers, translate_error
+from mnemoproxy.proxy.upstream import UpstreamResponse
 
 log = logging.getLogger("mnemoproxy.relay")
 
@@ -27,8 +26,7 @@ OnReply = Callable[[AssistantReply], None]
 
 
 async def relay(
-    upstream: Upstream,
-    response: httpx.Response,
+    response: UpstreamResponse,
     *,
     extra_headers: dict[str, str] | None = None,
     on_reply: OnReply | None = None,
@@ -38,18 +36,16 @@ async def relay(
     `on_reply` is called with the reassembled assistant reply once a successful body has
     been relayed completely; it is never called for errors or broken streams.
     """
-    headers = response_headers(response.headers)
+    headers = response.relayed_headers()
     media_type = headers.pop("content-type", None) or headers.pop("Content-Type", None)
     headers.update(extra_headers or {})
     is_sse = (media_type or "").startswith("text/event-stream")
-    length = response.headers.get("content-length")
+    length = response.header("content-length")
     ok = response.status_code < 400
 
     if not is_sse and length is not None and int(length) <= _WHOLE_BODY_LIMIT:
         try:
-            body = b"".join([chunk async for chunk in response.aiter_raw()])
-        except httpx.HTTPError as exc:
-            raise translate_error(exc, upstream.base_url) from exc
+            body = await response.read()
         finally:
             await response.aclose()
         background = None
@@ -69,7 +65,7 @@ async def relay(
 
     tee = StreamTee() if (ok and is_sse and on_reply is not None) else None
     return Stream(
-        _relay_chunks(upstream, response, tee, on_reply, is_sse),
+        _relay_chunks(response, tee, on_reply, is_sse),
         status_code=response.status_code,
         headers=headers,
         media_type=media_type,
@@ -81,21 +77,19 @@ async def _deliver(on_reply: OnReply, reply: AssistantReply) -> None:
 
 
 async def _relay_chunks(
-    upstream: Upstream,
-    response: httpx.Response,
+    response: UpstreamResponse,
     tee: StreamTee | None,
     on_reply: OnReply | None,
     is_sse: bool,
 ) -> AsyncIterator[bytes]:
     completed = False
     try:
-        async for chunk in response.aiter_raw():
+        async for chunk in response.chunks():
             if tee is not None:
                 tee.feed(chunk)
             yield chunk
         completed = True
-    except httpx.HTTPError as exc:
-        error = translate_error(exc, upstream.base_url)
+    except UpstreamError as error:
         log.warning("upstream broke the stream: %s", error.message)
         if is_sse:
             broken = UpstreamError(

@@ -2,36 +2,23 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Any, Protocol
+from dataclasses import dataclass
 
 from mnemoproxy.config.settings import Settings
-from mnemoproxy.proxy.sse import AssistantReply
+from mnemoproxy.errors import MemoryDisabled
+from mnemoproxy.gate import ReadPath
+from mnemoproxy.memory import Memory
 from mnemoproxy.proxy.upstream import Upstream
-
-
-@dataclass
-class MemoryPlan:
-    """What memory decided for one chat request: the body to forward (None = unchanged),
-    the response headers that say what was injected, and what to remember afterwards."""
-
-    agent_id: str
-    session_key: str
-    body: dict[str, Any] | None = None
-    headers: dict[str, str] = field(default_factory=dict)
-    request: dict[str, Any] = field(default_factory=dict)
-
-
-class ChatMemory(Protocol):
-    async def before(
-        self, agent_id: str, session_id: str | None, body: dict[str, Any]
-    ) -> MemoryPlan: ...
-
-    def after(self, plan: MemoryPlan, reply: AssistantReply) -> None: ...
 
 
 @dataclass
 class Services:
     settings: Settings
     upstream: Upstream
-    memory: ChatMemory | None = None
+    memory: Memory | None = None  # None when memory is disabled
+    read_path: ReadPath | None = None
+
+    def require_memory(self) -> tuple[Memory, ReadPath]:
+        if self.memory is None or self.read_path is None:
+            raise MemoryDisabled("memory is disabled on this proxy; start it with enabled = true")
+        return self.memory, self.read_path

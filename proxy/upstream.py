@@ -1,9 +1,11 @@
-"""The one place that talks to model servers: relaying client requests and core-model calls.
+"""The one module that speaks HTTP to model servers: relaying client requests, and the JSON
+calls memory makes (core model, embeddings) through the same pooled client.
 
 One pooled httpx client is created in the app's lifespan. Its transport is aiohttp's
 (`httpx-aiohttp`): same httpx API, about half the CPU per request of httpx's own
-transport on this kind of machine (see tests/benchmarks/bench_proxy.py). Library
-exceptions are translated into mnemoproxy.errors here, so callers never see httpx or aiohttp.
+transport on this kind of machine (see tests/benchmarks/bench_proxy.py). httpx and
+aiohttp exceptions are translated into mnemoproxy.errors here, and nowhere else imports
+httpx: callers see `UpstreamResponse` and the domain's errors only.
 """
 
 from __future__ import annotations
@@ -11,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-from collections.abc import Iterable, Mapping
+from collections.abc import AsyncIterator, Iterable, Mapping
 from typing import Any
 
 import httpx
@@ -39,6 +41,8 @@ _HOP_HEADERS = frozenset(
 )
 # Memory headers are for the proxy, not for the model server.
 _PROXY_HEADERS = frozenset({"x-agent-id", "x-session-id"})
+RELAY_TIMEOUT_SETTING = "upstream_read_timeout"
+RELAY_URL_SETTING = "upstream_url"
 
 
 def _make_transport(settings: Settings) -> httpx.AsyncBaseTransport:
@@ -62,8 +66,14 @@ def _timeout(settings: Settings) -> httpx.Timeout:
     )
 
 
-def translate_error(exc: BaseException, base_url: str) -> UpstreamError:
-    """Map a transport failure onto 502 (unreachable or broken) or 504 (too slow)."""
+def translate_error(
+    exc: BaseException,
+    base_url: str,
+    timeout_setting: str | None = RELAY_TIMEOUT_SETTING,
+    url_setting: str | None = RELAY_URL_SETTING,
+) -> UpstreamError:
+    """Map a transport failure onto UpstreamError (unreachable or broken) or UpstreamTimeout
+    (too slow), naming the setting to look at: the limit that was hit, or the URL."""
     chain: list[BaseException] = []
     cur: BaseException | None = exc
     while cur is not None and len(chain) < 8:
@@ -79,13 +89,14 @@ def translate_error(exc: BaseException, base_url: str) -> UpstreamError:
         isinstance(e, httpx.TimeoutException | asyncio.TimeoutError | TimeoutError) for e in chain
     )
     if timed_out:
+        remedy = f"raise {timeout_setting}" if timeout_setting else "check the server's load"
         return UpstreamTimeout(
-            f"the upstream at {base_url} did not answer in time; retry, or raise "
-            "upstream_read_timeout / upstream_connect_timeout",
+            f"the model server at {base_url} did not answer in time; retry, or {remedy}"
         )
+    where = f"that {url_setting} is right" if url_setting else "that its URL is right"
     return UpstreamError(
-        f"cannot reach the upstream at {base_url} ({type(chain[-1]).__name__}: {chain[-1]}); "
-        "check that the model server is running and that upstream_url is right",
+        f"cannot reach the model server at {base_url} ({type(chain[-1]).__name__}: "
+        f"{chain[-1]}); check that it is running and {where}",
     )
 
 
@@ -107,12 +118,41 @@ def forward_headers(
     return out
 
 
-def response_headers(upstream_headers: httpx.Headers) -> dict[str, str]:
-    return {k: v for k, v in upstream_headers.items() if k.lower() not in _HOP_HEADERS}
+class UpstreamResponse:
+    """A response whose status line and headers are in and whose body is not read yet."""
+
+    def __init__(self, response: httpx.Response, base_url: str) -> None:
+        self._response = response
+        self._base_url = base_url
+        self.status_code = response.status_code
+
+    def header(self, name: str) -> str | None:
+        return self._response.headers.get(name)
+
+    def relayed_headers(self) -> dict[str, str]:
+        """The headers a client should get: everything but hop-by-hop and framing."""
+        return {
+            k: v for k, v in self._response.headers.items() if k.lower() not in _HOP_HEADERS
+        }
+
+    async def chunks(self) -> AsyncIterator[bytes]:
+        """The body as it arrives; a broken transfer raises UpstreamError."""
+        try:
+            async for chunk in self._response.aiter_raw():
+                yield chunk
+        except httpx.HTTPError as exc:
+            raise translate_error(exc, self._base_url) from exc
+
+    async def read(self) -> bytes:
+        return b"".join([chunk async for chunk in self.chunks()])
+
+    async def aclose(self) -> None:
+        await self._response.aclose()
 
 
 class Upstream:
-    """A pooled client for the configured model server."""
+    """A pooled client for the configured model server, also lent to memory for its own JSON
+    calls (it implements memory's `JsonClient`)."""
 
     def __init__(
         self, settings: Settings, *, transport: httpx.AsyncBaseTransport | None = None
@@ -125,10 +165,10 @@ class Upstream:
             follow_redirects=False,
         )
 
-    def url_for(self, v1_path: str, base_url: str | None = None) -> str:
-        """`/v1/chat/completions` -> `<upstream_url>/chat/completions` (or another base)."""
+    def url_for(self, v1_path: str) -> str:
+        """`/v1/chat/completions` -> `<upstream_url>/chat/completions`."""
         suffix = v1_path[len("/v1") :] if v1_path.startswith("/v1") else v1_path
-        return (base_url or self.base_url).rstrip("/") + suffix
+        return self.base_url + suffix
 
     async def send(
         self,
@@ -138,39 +178,33 @@ class Upstream:
         headers: Mapping[str, str],
         content: bytes | None,
         query: str = "",
-        timeout: float | None = None,
-    ) -> httpx.Response:
-        """Send a request and return once the status line and headers are in; the caller
-        reads (or streams) the body and must close the response."""
+    ) -> UpstreamResponse:
+        """Send a client's request and return once the status line and headers are in; the
+        caller reads (or streams) the body and must close the response."""
         url = self.url_for(v1_path) + (f"?{query}" if query else "")
-        request = self._client.build_request(
-            method,
-            url,
-            headers=headers,
-            content=content,
-            timeout=timeout if timeout is not None else httpx.USE_CLIENT_DEFAULT,
-        )
+        request = self._client.build_request(method, url, headers=headers, content=content)
         try:
-            return await self._client.send(request, stream=True)
+            response = await self._client.send(request, stream=True)
         except (TimeoutError, httpx.HTTPError, OSError) as exc:
             raise translate_error(exc, self.base_url) from exc
+        return UpstreamResponse(response, self.base_url)
 
     async def post_json(
         self,
-        v1_path: str,
+        url: str,
         body: dict[str, Any],
         *,
-        base_url: str | None = None,
-        api_key: str | None = None,
+        api_key: str = "",
         timeout: float | None = None,
+        timeout_setting: str | None = None,
+        url_setting: str | None = None,
     ) -> dict[str, Any]:
-        """A whole JSON exchange, for the proxy's own calls (core model, embeddings)."""
-        key = self.api_key if api_key is None else api_key
+        """A whole JSON exchange with a model server (core model, embeddings): the reply's
+        JSON object, or UpstreamError naming what went wrong and the setting to change."""
         headers = {"content-type": "application/json"}
-        if key:
-            headers["authorization"] = f"Bearer {key}"
-        root = (base_url or self.base_url).rstrip("/")
-        url = self.url_for(v1_path, root)
+        if api_key:
+            headers["authorization"] = f"Bearer {api_key}"
+        root = url.rsplit("/", 1)[0]
         try:
             response = await self._client.post(
                 url,
@@ -180,7 +214,7 @@ class Upstream:
             )
             payload = response.json()
         except (TimeoutError, httpx.HTTPError, OSError) as exc:
-            raise translate_error(exc, root) from exc
+            raise translate_error(exc, root, timeout_setting, url_setting) from exc
         except ValueError as exc:
             raise UpstreamError(f"the model server at {root} answered with invalid JSON") from exc
         if response.status_code >= 400:
@@ -195,43 +229,3 @@ class Upstream:
 
     async def aclose(self) -> None:
         await self._client.aclose()
-
-
-class CoreModelClient:
-    """The core model (distiller, LLM gate) as an injected object: `complete()` and nothing
-    about HTTP leaks to memory/ or gate/."""
-
-    def __init__(self, upstream: Upstream, settings: Settings) -> None:
-        self._upstream = upstream
-        self.model = settings.core_model
-        self._base_url = settings.core_url or settings.upstream_url
-        self._api_key = settings.core_api_key or settings.upstream_api_key
-
-    async def complete(
-        self,
-        messages: list[dict[str, Any]],
-        *,
-        json_schema: dict[str, Any] | None = None,
-        timeout: float | None = None,
-        max_tokens: int | None = None,
-    ) -> str:
-        body: dict[str, Any] = {"model": self.model, "messages": messages, "temperature": 0}
-        if max_tokens is not None:
-            body["max_tokens"] = max_tokens
-        if json_schema is not None:
-            body["response_format"] = {
-                "type": "json_schema",
-                "json_schema": {"name": "response", "schema": json_schema, "strict": True},
-            }
-        payload = await self._upstream.post_json(
-            "/v1/chat/completions",
-            body,
-            base_url=self._base_url,
-            api_key=self._api_key,
-            timeout=timeout,
-        )
-        try:
-            content = payload["choices"][0]["message"]["content"]
-        except (KeyError, IndexError, TypeError) as exc:
-            raise UpstreamError("the core model's reply has no choices[0].message") from exc
-        return content if isinstance(content, str) else ""

@@ -5,7 +5,8 @@ from pathlib import Path
 
 import pytest
 
-from mnemoproxy.memory.embedders import make_embedder
+from mnemoproxy.memory import Memory
+from mnemoproxy.memory.embedders import HashingEmbedder
 from mnemoproxy.memory.store import Store
 from tests.fake_upstream import FakeUpstream
 from tests.proxy_server import ProxyServer, make_settings
@@ -37,7 +38,17 @@ def proxy(fake_upstream: FakeUpstream, tmp_path) -> Iterator[ProxyServer]:
 
 @pytest.fixture
 async def store(tmp_path: Path) -> AsyncIterator[Store]:
-    """A fresh store with the dependency-free hashing embedder; vectors only on drain()."""
-    opened = await Store.open(tmp_path, make_embedder("hashing"), start_worker=False)
+    """A fresh store: the SQL layer alone."""
+    opened = await Store.open(tmp_path)
+    yield opened
+    await opened.close()
+
+
+@pytest.fixture
+async def memory(tmp_path: Path) -> AsyncIterator[Memory]:
+    """A fresh memory with the dependency-free hashing embedder and nothing running in the
+    background: vectors are computed by `drain()`, sessions distilled when asked."""
+    settings = make_settings(data_dir=str(tmp_path), embedding_backend="hashing")
+    opened = await Memory.open(settings, embedder=HashingEmbedder(), background=False)
     yield opened
     await opened.close()

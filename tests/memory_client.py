@@ -14,6 +14,7 @@ from tests.proxy_server import ProxyServer, make_settings
 
 def memory_settings(fake: FakeUpstream, tmp_path, **overrides: Any):
     values: dict[str, Any] = {
+        "enabled": True,
         "upstream_url": fake.base_url,
         "data_dir": str(tmp_path / "data"),
         "embedding_backend": "hashing",

@@ -11,7 +11,8 @@ from typing import Any, Self
 import uvicorn
 
 from mnemoproxy.config.settings import Settings, load_settings
-from mnemoproxy.proxy.app import MemoryFactory, create_app
+from mnemoproxy.proxy.app import MemoryOpener, create_app
+from mnemoproxy.proxy.chat_memory import open_memory
 
 
 def free_port() -> int:
@@ -21,15 +22,18 @@ def free_port() -> int:
 
 
 def make_settings(**overrides: Any) -> Settings:
-    """Settings for a test: nothing from the user's environment or working directory."""
-    return load_settings(cli=overrides, environ={}, read_default_file=False)
+    """Settings for a test: nothing from the user's environment or working directory, and
+    memory off unless the test turns it on (with a data_dir of its own)."""
+    return load_settings(
+        cli={"enabled": False, **overrides}, environ={}, read_default_file=False
+    )
 
 
 class ProxyServer:
-    def __init__(self, settings: Settings, *, memory_factory: MemoryFactory | None = None):
+    def __init__(self, settings: Settings, *, memory_opener: MemoryOpener = open_memory):
         self.settings = settings
         self.port = free_port()
-        app = create_app(settings, memory_factory=memory_factory)
+        app = create_app(settings, memory_opener=memory_opener)
         config = uvicorn.Config(
             app,
             host="127.0.0.1",

@@ -11,17 +11,16 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from mnemoproxy.errors import InvalidRequest
+from mnemoproxy.errors import InvalidArgument
+from mnemoproxy.memory import Memory
 from mnemoproxy.memory.consolidate import (
     PINNED_HALF_LIFE_DAYS,
     consolidate,
     effective_salience,
     near_duplicate_groups,
 )
-from mnemoproxy.memory.embedders import make_embedder
 from mnemoproxy.memory.facts import NEAR_DUPLICATE_JACCARD, normalise
 from mnemoproxy.memory.models import EpisodeDraft, FactDraft, FactKind
-from mnemoproxy.memory.search import search
 from mnemoproxy.memory.store import Store
 from mnemoproxy.memory.store.records import TranscriptMessage
 from mnemoproxy.memory.store.schema import MIGRATIONS
@@ -273,31 +272,32 @@ async def test_a_pass_never_crosses_agents(store: Store) -> None:
         assert summaries.count("Shared words in two agents") == 1
 
 
-async def test_search_no_longer_returns_what_a_pass_removed(store: Store) -> None:
+async def test_search_no_longer_returns_what_a_pass_removed(memory: Memory) -> None:
+    store = memory.store
     stale = await pinned(store, "Remembers the zeppelin museum", days_ago=200)
     kept = await episode(store, "Visited the zeppelin museum with Ana", days_ago=20)
     duplicate = await episode(store, "Visited the zeppelin museum with Ana today", days_ago=2)
     pruned = await episode(store, "Read about zeppelin history", days_ago=400)
-    await store.worker.drain()  # vectors for all of them, so both halves of search see them
-    before = await search(store, "agent", "zeppelin museum", now=NOW)
-    assert {(r.item_type, r.item_id) for r in before} == {
-        ("fact", stale), ("episode", kept), ("episode", duplicate), ("episode", pruned)}
+    await memory.drain()  # vectors for all of them, so both halves of search see them
+    before = await memory.search("agent", "zeppelin museum", now=NOW)
+    assert {(r.kind, r.item_id) for r in before} == {
+        ("pinned", stale), ("episode", kept), ("episode", duplicate), ("episode", pruned)}
 
     await run(store)
-    await store.worker.drain()  # the merged episode is re-embedded with its new labels
+    await memory.drain()  # the merged episode is re-embedded with its new labels
 
-    results = await search(store, "agent", "zeppelin museum", now=NOW)
-    assert [(r.item_type, r.item_id) for r in results] == [("episode", kept)]
+    results = await memory.search("agent", "zeppelin museum", now=NOW)
+    assert [(r.kind, r.item_id) for r in results] == [("episode", kept)]
     assert rows(store, f"SELECT COUNT(*) FROM embeddings WHERE item_id = {kept} "
                        "AND item_type = 'episode'") == [(1,)]
 
 
 async def test_bad_arguments_are_refused(store: Store) -> None:
-    with pytest.raises(InvalidRequest, match="salience_floor"):
+    with pytest.raises(InvalidArgument, match="salience_floor"):
         await consolidate(store, salience_floor=1.5, episode_retention_days=30)
-    with pytest.raises(InvalidRequest, match="episode_retention_days"):
+    with pytest.raises(InvalidArgument, match="episode_retention_days"):
         await consolidate(store, salience_floor=0.2, episode_retention_days=0)
-    with pytest.raises(InvalidRequest, match="agent_id"):
+    with pytest.raises(InvalidArgument, match="agent_id"):
         await consolidate(store, salience_floor=0.2, episode_retention_days=30, agent_id=" ")
 
 
@@ -305,9 +305,7 @@ async def test_bad_arguments_are_refused(store: Store) -> None:
 
 async def test_database_before_promotion_column_upgrades(tmp_path: Path) -> None:
     promotion = [name for name, _ in MIGRATIONS].index("m003_fact_promotion")
-    embedder = make_embedder("hashing")
-    old = await Store.open(tmp_path, embedder, start_worker=False,
-                           migrations=MIGRATIONS[:promotion])
+    old = await Store.open(tmp_path, migrations=MIGRATIONS[:promotion])
     fact_id = await old.insert_fact("agent", FactDraft("Drinks green tea"), at=NOW)
     for _ in range(2):
         await old.merge_fact("agent", fact_id, salience=0.0, at=NOW)
@@ -315,7 +313,7 @@ async def test_database_before_promotion_column_upgrades(tmp_path: Path) -> None
     with sqlite3.connect(tmp_path / "memory.db") as db:
         assert "promoted_at" not in {r[1] for r in db.execute("PRAGMA table_info(facts)")}
 
-    upgraded = await Store.open(tmp_path, embedder, start_worker=False)
+    upgraded = await Store.open(tmp_path)
     try:
         assert (await run(upgraded)).facts_promoted == 1
         assert rows(upgraded, f"SELECT promoted_at FROM facts WHERE id = {fact_id}") == [(NOW,)]

@@ -6,8 +6,8 @@ import json
 
 import pytest
 
+from mnemoproxy.errors import DistillError
 from mnemoproxy.memory.distill.parse import MAX_ITEM_CHARS, parse_distillation
-from mnemoproxy.memory.distill.protocol import DistillError
 
 GOOD = {
     "episode": {

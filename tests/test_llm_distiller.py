@@ -11,12 +11,12 @@ from typing import Any
 import jinja2
 import pytest
 
-from mnemoproxy.errors import UpstreamError, UpstreamTimeout
+from mnemoproxy.errors import DistillError, UpstreamError, UpstreamTimeout
 from mnemoproxy.memory import redact
 from mnemoproxy.memory.distill.breaker import CircuitBreaker
 from mnemoproxy.memory.distill.llm import LLMDistiller
 from mnemoproxy.memory.distill.parse import DISTILLATION_SCHEMA
-from mnemoproxy.memory.distill.protocol import Distiller, DistillError
+from mnemoproxy.memory.distill.protocol import Distiller
 from mnemoproxy.memory.models import SessionInput, Turn
 from mnemoproxy.memory.redact import looks_like_secret, redact_secrets
 

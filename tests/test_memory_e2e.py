@@ -10,7 +10,8 @@ from typing import Any
 import httpx
 import pytest
 
-from mnemoproxy.proxy.memory_service import build_memory
+from mnemoproxy.gate import ReadPath
+from mnemoproxy.proxy.chat_memory import open_memory
 from tests.fake_upstream import FakeUpstream
 from tests.memory_client import (
     memory_settings,
@@ -25,9 +26,7 @@ from tests.proxy_server import ProxyServer
 
 @pytest.fixture
 def memory_proxy(fake_upstream: FakeUpstream, tmp_path) -> Iterator[ProxyServer]:
-    with ProxyServer(
-        memory_settings(fake_upstream, tmp_path), memory_factory=build_memory
-    ) as server:
+    with ProxyServer(memory_settings(fake_upstream, tmp_path)) as server:
         yield server
 
 
@@ -246,17 +245,19 @@ def test_search_survives_hostile_queries(memory_proxy):
 
 
 def test_memory_failure_fails_open(fake_upstream, tmp_path):
-    async def broken_memory(settings, upstream):
-        service, close = await build_memory(settings, upstream)
-
-        async def fail(*args: Any, **kwargs: Any):
+    class BrokenReadPath(ReadPath):
+        async def prepare(self, *args: Any, **kwargs: Any) -> Any:
             raise RuntimeError("disk on fire")
 
-        service.reader.prepare = fail  # type: ignore[method-assign]
-        return service, close
+    async def broken_memory(settings, upstream):
+        memory, read_path = await open_memory(settings, upstream)
+        broken = BrokenReadPath(
+            read_path.memory, read_path.gate, read_path.planner, read_path.injection
+        )
+        return memory, broken
 
     settings = memory_settings(fake_upstream, tmp_path)
-    with ProxyServer(settings, memory_factory=broken_memory) as server:
+    with ProxyServer(settings, memory_opener=broken_memory) as server:
         messages = [{"role": "user", "content": "What's my name?"}]
         raw = sdk(server, "hana").chat.completions.with_raw_response.create(
             model="m", messages=messages
@@ -281,7 +282,7 @@ def test_llm_gate_mode_asks_the_core_model_and_falls_back_on_garbage(fake_upstre
     settings = memory_settings(
         fake_upstream, tmp_path, relevance_gate_mode="llm", core_model="fake-core-model"
     )
-    with ProxyServer(settings, memory_factory=build_memory) as server:
+    with ProxyServer(settings) as server:
         fake_upstream.reply(json.dumps(_LENA_FACTS), stream=False)  # the distiller's call
         post(
             server,

@@ -12,13 +12,13 @@ from mnemoproxy.gate.planner import FENCE_CLOSE, FENCE_OPEN, PlannedItem, Planne
 from mnemoproxy.gate.tokens import count_tokens
 
 NOW = 1_715_000_000.0
-_planner = Planner(store=None, budget_tokens=800, identity_max_facts=20)  # type: ignore[arg-type]
+_planner = Planner(budget_tokens=800)
 
 lines = st.text(alphabet=st.characters(blacklist_categories=("Cs",)), min_size=1, max_size=400)
 
 
 def _items(kind: str, texts: list[str]) -> list[PlannedItem]:
-    return [PlannedItem(kind, "fact", i, t, 1.0 - i / 1000, NOW - i) for i, t in enumerate(texts)]
+    return [PlannedItem(kind, i, t, 1.0 - i / 1000, NOW - i) for i, t in enumerate(texts)]
 
 
 @settings(max_examples=60, deadline=None)
@@ -31,7 +31,7 @@ def _items(kind: str, texts: list[str]) -> list[PlannedItem]:
 def test_block_never_exceeds_budget(budget, identity, ranked, kinds):
     _planner.budget = budget
     ranked_items = [
-        PlannedItem(kinds[i % len(kinds)], "x", i, t, 1.0, NOW) for i, t in enumerate(ranked)
+        PlannedItem(kinds[i % len(kinds)], i, t, 1.0, NOW) for i, t in enumerate(ranked)
     ]
     block = _planner.fit(_items("identity", identity), ranked_items, NOW)
     if block is not None:

@@ -10,83 +10,89 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from mnemoproxy.errors import InvalidRequest
-from mnemoproxy.memory.embedders import make_embedder
+from mnemoproxy.errors import InvalidArgument
+from mnemoproxy.memory import Memory
+from mnemoproxy.memory.embedders import HashingEmbedder
 from mnemoproxy.memory.models import EpisodeDraft, FactDraft
 from mnemoproxy.memory.query_terms import affordable_terms
-from mnemoproxy.memory.search import BM25_ONLY, Fusion, search
-from mnemoproxy.memory.store import Store
+from mnemoproxy.memory.search import BM25_ONLY, Fusion
 from mnemoproxy.memory.store.records import TranscriptMessage
+from tests.proxy_server import make_settings
 
 DAY = 86_400.0
 NOW = 1_700_000_000.0
 
 
-async def say(store: Store, agent: str, *texts: str, at: float = NOW, key: str = "s") -> None:
-    session_id, _ = await store.session(agent, key)
-    await store.add_transcript(agent, session_id, [
+async def open_memory(folder: Path, embedder) -> Memory:
+    settings = make_settings(data_dir=str(folder), embedding_backend="hashing")
+    return await Memory.open(settings, embedder=embedder, background=False)
+
+
+async def say(memory: Memory, agent: str, *texts: str, at: float = NOW, key: str = "s") -> None:
+    session_id, _ = await memory.store.session(agent, key)
+    await memory.store.add_transcript(agent, session_id, [
         TranscriptMessage(n, "user", text, at + n) for n, text in enumerate(texts)
     ])
 
 
-async def test_finds_every_item_type_with_provenance(store: Store) -> None:
-    await say(store, "agent", "we adopted a greyhound called Pixel", "the weather is grey")
-    fact_id = await store.insert_fact(
+async def test_finds_every_item_type_with_provenance(memory: Memory) -> None:
+    await say(memory, "agent", "we adopted a greyhound called Pixel", "the weather is grey")
+    fact_id = await memory.store.insert_fact(
         "agent", FactDraft("Has a greyhound named Pixel", kind="identity", slot="pet"), at=NOW
     )
-    await store.add_episode("agent", EpisodeDraft("Adopting Pixel the greyhound",
+    await memory.store.add_episode("agent", EpisodeDraft("Adopting Pixel the greyhound",
                                                   topics=["pets"]), at=NOW)
-    await store.worker.drain()
+    await memory.drain()
 
-    results = await search(store, "agent", "greyhound Pixel", now=NOW)
-    assert {r.item_type for r in results} == {"fact", "episode", "transcript"}
+    results = await memory.search("agent", "greyhound Pixel", now=NOW)
+    assert {r.kind for r in results} == {"identity", "episode", "transcript"}
     assert all(r.score > 0 for r in results)
     assert "the weather is grey" not in [r.text for r in results]
     assert results == sorted(results, key=lambda r: r.score, reverse=True)
-    fact = next(r for r in results if r.item_type == "fact")
+    fact = next(r for r in results if r.kind == "identity")
     assert (fact.item_id, fact.provenance["kind"], fact.provenance["slot"]) == (
         fact_id, "identity", "pet")
-    turn = next(r for r in results if r.item_type == "transcript")
+    turn = next(r for r in results if r.kind == "transcript")
     assert turn.text == "we adopted a greyhound called Pixel"
     assert (turn.provenance["turn_index"], turn.provenance["role"], turn.at) == (0, "user", NOW)
     assert set(turn.components) >= {"bm25", "vector", "fused"}
 
-    only_facts = await search(store, "agent", "greyhound", scope="pinned", now=NOW)
-    assert [r.item_type for r in only_facts] == ["fact"]
-    only_episodes = await search(store, "agent", "greyhound", scope="episodes", now=NOW)
-    assert [r.item_type for r in only_episodes] == ["episode"]
+    only_facts = await memory.search("agent", "greyhound", kinds=("identity", "pinned"), now=NOW)
+    assert [r.kind for r in only_facts] == ["identity"]
+    only_episodes = await memory.search("agent", "greyhound", kinds=("episode",), now=NOW)
+    assert [r.kind for r in only_episodes] == ["episode"]
 
 
-async def test_superseded_and_deleted_facts_are_never_returned(store: Store) -> None:
-    old = await store.insert_fact("agent", FactDraft("Lives in Berlin", slot="home"))
-    await store.worker.drain()
-    new = await store.supersede_fact("agent", old, FactDraft("Lives in Paris", slot="home"))
-    gone = await store.insert_fact("agent", FactDraft("Lives near a Berlin lake"))
-    await store.delete_fact("agent", gone)
-    await store.worker.drain()
+async def test_superseded_and_deleted_facts_are_never_returned(memory: Memory) -> None:
+    old = await memory.store.insert_fact("agent", FactDraft("Lives in Berlin", slot="home"))
+    await memory.drain()
+    new = await memory.store.supersede_fact("agent", old, FactDraft("Lives in Paris", slot="home"))
+    gone = await memory.store.insert_fact("agent", FactDraft("Lives near a Berlin lake"))
+    await memory.store.delete_fact("agent", gone)
+    await memory.drain()
     for query in ("lives Berlin", "lives Paris"):
-        assert [r.item_id for r in await search(store, "agent", query)] == [new]
+        assert [r.item_id for r in await memory.search("agent", query)] == [new]
 
 
-async def test_every_text_match_is_returned(store: Store) -> None:
-    await say(store, "agent", "Berlin in spring", "Berlin Berlin Berlin", "Paris")
-    results = await search(store, "agent", "Berlin", fusion=BM25_ONLY)
+async def test_every_text_match_is_returned(memory: Memory) -> None:
+    await say(memory, "agent", "Berlin in spring", "Berlin Berlin Berlin", "Paris")
+    results = await memory.search("agent", "Berlin", fusion=BM25_ONLY)
     assert sorted(r.text for r in results) == ["Berlin Berlin Berlin", "Berlin in spring"]
 
 
-async def test_items_without_vectors_are_found_by_text(store: Store) -> None:
-    await say(store, "agent", "the quokka smiled")
-    results = await search(store, "agent", "quokka")  # the worker has not run
+async def test_items_without_vectors_are_found_by_text(memory: Memory) -> None:
+    await say(memory, "agent", "the quokka smiled")
+    results = await memory.search("agent", "quokka")  # the worker has not run
     assert [r.text for r in results] == ["the quokka smiled"]
     assert results[0].components["vector"] == 0.0
 
 
-async def test_vectors_find_what_words_alone_miss(store: Store) -> None:
+async def test_vectors_find_what_words_alone_miss(memory: Memory) -> None:
     # The hashing embedder shares bigrams; BM25 needs the exact (stemmed) words.
-    await say(store, "agent", "blue whale", "red panda")
-    await store.worker.drain()
+    await say(memory, "agent", "blue whale", "red panda")
+    await memory.drain()
     vector_only = Fusion(vector_weight=1.0)
-    results = await search(store, "agent", "blue whale", fusion=vector_only, top_k=1)
+    results = await memory.search("agent", "blue whale", fusion=vector_only, top_k=1)
     assert [r.text for r in results] == ["blue whale"]
     assert results[0].components["bm25"] == 0.0
 
@@ -105,57 +111,58 @@ def test_affordable_terms_keeps_the_rarest_within_the_budget() -> None:
     assert affordable_terms(terms, [400, 400, 400, 0], 500) == ["went", "kayaking"]
 
 
-async def test_the_commonest_terms_give_way_to_the_match_budget(store: Store) -> None:
-    await say(store, "agent", *[f"an apple a day number {n}" for n in range(6)],
+async def test_the_commonest_terms_give_way_to_the_match_budget(memory: Memory) -> None:
+    await say(memory, "agent", *[f"an apple a day number {n}" for n in range(6)],
               "a kiwi and an apple")
     budget_three = Fusion(vector_weight=0.0, match_budget=3)
     # "apple" (7 documents) does not fit next to "kiwi" (1): only kiwi is scored.
-    results = await search(store, "agent", "apple kiwi", fusion=budget_three)
+    results = await memory.search("agent", "apple kiwi", fusion=budget_three)
     assert [r.text for r in results] == ["a kiwi and an apple"]
     # Alone and over the budget, a term is scored on its newest matches.
-    results = await search(store, "agent", "apple", fusion=budget_three)
+    results = await memory.search("agent", "apple", fusion=budget_three)
     assert sorted(r.text for r in results) == [
         "a kiwi and an apple", "an apple a day number 4", "an apple a day number 5"]
-    exact = await search(store, "agent", "apple", fusion=BM25_ONLY)
+    exact = await memory.search("agent", "apple", fusion=BM25_ONLY)
     assert len(exact) == 7
 
 
-async def test_documents_with_every_common_term_come_first(store: Store) -> None:
-    await say(store, "agent", *[f"kiwi {n}" for n in range(5)],
+async def test_documents_with_every_common_term_come_first(memory: Memory) -> None:
+    await say(memory, "agent", *[f"kiwi {n}" for n in range(5)],
               *[f"banana {n}" for n in range(8)], "a banana kiwi smoothie")
     budget_three = Fusion(vector_weight=0.0, match_budget=3)
     # Both terms are over the budget: the one document holding both, whatever their order.
     for query in ("kiwi banana", "banana kiwi"):
-        results = await search(store, "agent", query, fusion=budget_three)
+        results = await memory.search("agent", query, fusion=budget_three)
         assert [r.text for r in results] == ["a banana kiwi smoothie"]
 
 
-async def test_the_match_budget_looks_past_a_busier_agent(store: Store) -> None:
+async def test_the_match_budget_looks_past_a_busier_agent(memory: Memory) -> None:
     budget_three = Fusion(vector_weight=0.0, match_budget=3)
-    await say(store, "few", "my apple tree", "apple pie recipe", at=NOW - 30 * DAY)
-    await say(store, "some", *[f"apple crumble {n}" for n in range(5)], at=NOW - 20 * DAY)
-    await say(store, "busy", *[f"apple number {n}" for n in range(10)])
+    await say(memory, "few", "my apple tree", "apple pie recipe", at=NOW - 30 * DAY)
+    await say(memory, "some", *[f"apple crumble {n}" for n in range(5)], at=NOW - 20 * DAY)
+    await say(memory, "busy", *[f"apple number {n}" for n in range(10)])
     # The latest "apple" documents of all agents are the busy agent's: the others' own
     # latest matches are scored instead (all of them for an agent with fewer).
-    few = await search(store, "few", "apple", fusion=budget_three)
+    few = await memory.search("few", "apple", fusion=budget_three)
     assert sorted(r.text for r in few) == ["apple pie recipe", "my apple tree"]
-    some = await search(store, "some", "apple", fusion=budget_three)
+    some = await memory.search("some", "apple", fusion=budget_three)
     assert sorted(r.text for r in some) == [f"apple crumble {n}" for n in (2, 3, 4)]
 
 
 async def test_a_scoped_search_finds_facts_by_vector_among_many_messages(
-    store: Store,
+    memory: Memory,
 ) -> None:
     # 400 messages nearer the query than the one fact: nearest neighbours of every type
     # would all be messages.
-    await say(store, "agent", *[f"blue whale song {n}" for n in range(400)])
-    await store.worker.drain()
-    assert await search(store, "agent", "blue whale", scope="pinned") == []  # no facts yet
-    fact_id = await store.insert_fact("agent", FactDraft("Saw a blue fish and a whale"))
-    await store.worker.drain()
-    results = await search(store, "agent", "blue whale", scope="pinned",
+    await say(memory, "agent", *[f"blue whale song {n}" for n in range(400)])
+    await memory.drain()
+    no_facts_yet = await memory.search("agent", "blue whale", kinds=("identity", "pinned"))
+    assert no_facts_yet == []
+    fact_id = await memory.store.insert_fact("agent", FactDraft("Saw a blue fish and a whale"))
+    await memory.drain()
+    results = await memory.search("agent", "blue whale", kinds=("identity", "pinned"),
                            fusion=Fusion(vector_weight=1.0))
-    assert [(r.item_type, r.item_id) for r in results] == [("fact", fact_id)]
+    assert [(r.kind, r.item_id) for r in results] == [("pinned", fact_id)]
     assert results[0].components["vector"] > 0
 
 
@@ -163,39 +170,42 @@ class BrokenEmbedder:
     name = "broken"
     dim = 8
 
-    def embed(self, texts):
+    async def load(self) -> None:
+        pass
+
+    async def embed(self, texts):
         raise ConnectionError("embedding endpoint unreachable")
 
 
 async def test_a_failing_embedder_leaves_text_search_working(tmp_path: Path) -> None:
-    store = await Store.open(tmp_path, BrokenEmbedder(), start_worker=False)
+    memory = await open_memory(tmp_path, BrokenEmbedder())
     try:
-        await say(store, "agent", "the lighthouse keeper")
-        assert [r.text for r in await search(store, "agent", "lighthouse")] == [
+        await say(memory, "agent", "the lighthouse keeper")
+        assert [r.text for r in await memory.search("agent", "lighthouse")] == [
             "the lighthouse keeper"]
     finally:
-        await store.close()
+        await memory.close()
 
 
-async def test_days_window_and_recency(store: Store) -> None:
-    await say(store, "agent", "chess opening practice", at=NOW - 30 * DAY, key="old")
-    await say(store, "agent", "chess opening practice", at=NOW - 1 * DAY, key="new")
-    await store.worker.drain()
-    recent = await search(store, "agent", "chess", days=7, now=NOW)
+async def test_days_window_and_recency(memory: Memory) -> None:
+    await say(memory, "agent", "chess opening practice", at=NOW - 30 * DAY, key="old")
+    await say(memory, "agent", "chess opening practice", at=NOW - 1 * DAY, key="new")
+    await memory.drain()
+    recent = await memory.search("agent", "chess", days=7, now=NOW)
     assert [r.at for r in recent] == [NOW - DAY]
-    both = await search(store, "agent", "chess", now=NOW, recency_half_life_days=7)
+    both = await memory.search("agent", "chess", now=NOW, recency_half_life_days=7)
     assert [r.at for r in both] == [NOW - DAY, NOW - 30 * DAY]
     assert both[0].components["recency"] > both[1].components["recency"]
 
 
-async def test_mmr_passes_over_a_near_duplicate(store: Store) -> None:
+async def test_mmr_passes_over_a_near_duplicate(memory: Memory) -> None:
     texts = ("pasta recipe with garlic", "pasta recipe with garlic and oil",
              "pasta shapes explained", "a long story that mentions pasta once in passing")
     for n, text in enumerate(texts):  # separate sessions: each is embedded alone
-        await say(store, "agent", text, key=f"s{n}")
-    await store.worker.drain()
-    plain = await search(store, "agent", "pasta recipe garlic", top_k=2, fusion=BM25_ONLY)
-    diverse = await search(store, "agent", "pasta recipe garlic", top_k=2, fusion=BM25_ONLY,
+        await say(memory, "agent", text, key=f"s{n}")
+    await memory.drain()
+    plain = await memory.search("agent", "pasta recipe garlic", top_k=2, fusion=BM25_ONLY)
+    diverse = await memory.search("agent", "pasta recipe garlic", top_k=2, fusion=BM25_ONLY,
                            mmr_lambda=0.3)
     assert [r.text for r in plain] == list(texts[:2])
     assert diverse[0].text == texts[0] and diverse[1].text != texts[1]
@@ -206,36 +216,36 @@ async def test_mmr_passes_over_a_near_duplicate(store: Store) -> None:
     "col:val ^start", "-minus +plus", "naïve café 東京 😀", "\x00\x01", "'; DROP TABLE facts; --",
     "word " * 2000,
 ])
-async def test_hostile_queries_never_crash(store: Store, query: str) -> None:
-    await say(store, "agent", "naïve café in 東京 with foo content", "AND OR NOT NEAR")
-    await store.worker.drain()
-    results = await search(store, "agent", query)
-    assert all(r.item_type == "transcript" for r in results)
+async def test_hostile_queries_never_crash(memory: Memory, query: str) -> None:
+    await say(memory, "agent", "naïve café in 東京 with foo content", "AND OR NOT NEAR")
+    await memory.drain()
+    results = await memory.search("agent", query)
+    assert all(r.kind == "transcript" for r in results)
 
 
-async def test_fts_operators_are_matched_as_words(store: Store) -> None:
-    await say(store, "agent", "AND OR NOT NEAR", "unrelated sentence")
-    results = await search(store, "agent", "NOT NEAR", fusion=BM25_ONLY)
+async def test_fts_operators_are_matched_as_words(memory: Memory) -> None:
+    await say(memory, "agent", "AND OR NOT NEAR", "unrelated sentence")
+    results = await memory.search("agent", "NOT NEAR", fusion=BM25_ONLY)
     assert [r.text for r in results] == ["AND OR NOT NEAR"]
 
 
-async def test_unknown_agent_gets_nothing(store: Store) -> None:
-    await say(store, "agent", "hello there")
-    await store.worker.drain()
-    assert await search(store, "stranger", "hello there") == []
+async def test_unknown_agent_gets_nothing(memory: Memory) -> None:
+    await say(memory, "agent", "hello there")
+    await memory.drain()
+    assert await memory.search("stranger", "hello there") == []
 
 
 @pytest.mark.parametrize(("kwargs", "param"), [
-    ({"scope": "everything"}, "scope"), ({"top_k": 0}, "top_k"), ({"top_k": 10_000}, "top_k"),
+    ({"kinds": ("everything",)}, "kinds"), ({"top_k": 0}, "top_k"), ({"top_k": 10_000}, "top_k"),
     ({"days": -1}, "days"), ({"days": float("nan")}, "days"),
     ({"recency_half_life_days": 0}, "recency_half_life_days"), ({"mmr_lambda": 2.0}, "mmr_lambda"),
 ])
-async def test_bad_arguments_raise_invalid_request(store: Store, kwargs, param: str) -> None:
-    with pytest.raises(InvalidRequest) as caught:
-        await search(store, "agent", "hello", **kwargs)
+async def test_bad_arguments_raise_invalid_argument(memory: Memory, kwargs, param: str) -> None:
+    with pytest.raises(InvalidArgument) as caught:
+        await memory.search("agent", "hello", **kwargs)
     assert caught.value.param == param
-    with pytest.raises(InvalidRequest):
-        await search(store, "", "hello")
+    with pytest.raises(InvalidArgument):
+        await memory.search("", "hello")
 
 
 _word = st.sampled_from(["apple", "river", "stone", "cloud", "ember", "violet", "tide"])
@@ -245,25 +255,25 @@ _text = st.lists(_word, min_size=1, max_size=5).map(" ".join)
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(texts_a=st.lists(_text, min_size=1, max_size=6),
        texts_b=st.lists(_text, max_size=6), query=_text,
-       scope=st.sampled_from([None, "pinned", "transcript"]))
+       kinds=st.sampled_from([None, ("identity", "pinned"), ("transcript",)]))
 def test_no_item_of_one_agent_is_ever_returned_for_another(
-    texts_a: list[str], texts_b: list[str], query: str, scope
+    texts_a: list[str], texts_b: list[str], query: str, kinds
 ) -> None:
     async def scenario() -> None:
         with tempfile.TemporaryDirectory() as folder:
-            store = await Store.open(folder, make_embedder("hashing"), start_worker=False)
+            memory = await open_memory(Path(folder), HashingEmbedder())
             try:
                 # Same words for both agents; a marker word tells whose row a result is.
                 for agent, texts in (("a", texts_a), ("b", texts_b)):
                     marked = [f"{text} owner{agent}" for text in texts]
-                    await say(store, agent, *marked)
+                    await say(memory, agent, *marked)
                     for text in marked:
-                        await store.insert_fact(agent, FactDraft(text))
-                await store.worker.drain()
+                        await memory.store.insert_fact(agent, FactDraft(text))
+                await memory.drain()
                 for agent in ("a", "b"):
-                    results = await search(store, agent, query, scope=scope, top_k=50)
+                    results = await memory.search(agent, query, kinds=kinds, top_k=50)
                     assert all(r.text.endswith(f"owner{agent}") for r in results)
             finally:
-                await store.close()
+                await memory.store.close()
 
     asyncio.run(scenario())

@@ -9,8 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from mnemoproxy.errors import InvalidRequest, MemoryFailure
-from mnemoproxy.memory.embedders import make_embedder
+from mnemoproxy.errors import InvalidArgument, MemoryFailure
 from mnemoproxy.memory.models import EpisodeDraft, FactDraft, Turn
 from mnemoproxy.memory.store import Store
 from mnemoproxy.memory.store.records import TranscriptMessage
@@ -38,24 +37,23 @@ async def test_blank_database_gets_every_migration(store: Store) -> None:
 
 
 async def test_database_at_previous_step_upgrades(tmp_path: Path) -> None:
-    embedder = make_embedder("hashing")
-    old = await Store.open(tmp_path, embedder, start_worker=False, migrations=MIGRATIONS[:-1])
+    old = await Store.open(tmp_path, migrations=MIGRATIONS[:-1])
     await old.close()
     with raw(tmp_path / "memory.db") as db:
         assert db.execute("SELECT COUNT(*) FROM _migrations").fetchone()[0] == len(MIGRATIONS) - 1
-    upgraded = await Store.open(tmp_path, embedder, start_worker=False)
+    upgraded = await Store.open(tmp_path)
     try:
         session_id, _ = await upgraded.session("a", "s")
         await upgraded.add_transcript("a", session_id, messages("the zebra grazes"))
         assert await upgraded.bm25_candidates("a", ["zebra"], ("transcript",))
     finally:
         await upgraded.close()
-    reopened = await Store.open(tmp_path, embedder, start_worker=False)
+    reopened = await Store.open(tmp_path)
     await reopened.close()  # nothing left to apply, nothing applied twice
 
 
 async def test_reads_run_side_by_side_and_stop_cleanly_at_close(tmp_path: Path) -> None:
-    store = await Store.open(tmp_path, make_embedder("hashing"), start_worker=False)
+    store = await Store.open(tmp_path)
     session_id, _ = await store.session("a", "s")
     await store.add_transcript("a", session_id, messages("the zebra grazes", "so it does"))
     found = await asyncio.gather(*(
@@ -148,7 +146,7 @@ async def test_pending_signal_lifecycle(store: Store) -> None:
     await store.dead_letter_signals("agent", ids[:1], "gave up after 2 attempts")
     assert await store.pending_signals("agent", session_id) == []
     assert await store.sessions_with_pending_signals() == []
-    assert (await store.status())["dead_signals"] == 1
+    assert (await store.status("m"))["dead_signals"] == 1
 
 
 async def test_fact_merge_supersede_and_delete(store: Store) -> None:
@@ -241,9 +239,9 @@ async def test_agents_never_see_each_others_rows(store: Store) -> None:
 
 @pytest.mark.parametrize("agent_id", ["", "   "])
 async def test_blank_agent_id_is_refused(store: Store, agent_id: str) -> None:
-    with pytest.raises(InvalidRequest, match="agent_id"):
+    with pytest.raises(InvalidArgument, match="agent_id"):
         await store.current_facts(agent_id)
-    with pytest.raises(InvalidRequest):
+    with pytest.raises(InvalidArgument):
         await store.session(agent_id, "s")
 
 
@@ -253,6 +251,6 @@ async def test_processing_log_and_status(store: Store) -> None:
         {"session_id": None, "event": "distilled", "detail": {"facts": 2}, "at": 3.0}
     ]
     assert await store.processing_log("other") == []
-    status = await store.status()
+    status = await store.status("hashing-256-v1")
     assert status["db_path"].endswith("memory.db")
-    assert status["embedding_model"] == store.embedder.name
+    assert status["embedding_model"] == "hashing-256-v1"

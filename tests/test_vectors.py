@@ -7,31 +7,56 @@ import json
 import sqlite3
 import time
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
-from mnemoproxy.memory.embedders import make_embedder
+from mnemoproxy.memory.embedders import HashingEmbedder, LocalEmbedder
+from mnemoproxy.memory.embedding_worker import EmbeddingWorker
 from mnemoproxy.memory.models import EpisodeDraft, FactDraft
 from mnemoproxy.memory.store import Store
 from mnemoproxy.memory.store.records import ITEM_TYPES, TranscriptMessage
-from mnemoproxy.memory.vectors import key_item, vector_key
+from mnemoproxy.memory.vectors import VectorIndexes, key_item, vector_key
 
 
-class RenamedEmbedder:
+class RenamedEmbedder(LocalEmbedder):
     """The hashing embedder under another model name, counting and optionally slow."""
 
     def __init__(self, name: str, delay: float = 0.0):
-        self._inner = make_embedder("hashing")
+        self._inner = HashingEmbedder()
         self.name = name
         self.dim = self._inner.dim
         self.delay = delay
         self.texts: list[str] = []
 
-    def embed(self, texts: Sequence[str]) -> np.ndarray:
+    def encode(self, texts: Sequence[str]) -> np.ndarray:
         time.sleep(self.delay)
         self.texts.extend(texts)
-        return self._inner.embed(texts)
+        return self._inner.encode(texts)
+
+
+@dataclass
+class Parts:
+    """The store with the vector machinery around it, as memory wires them."""
+
+    store: Store
+    vectors: VectorIndexes
+    worker: EmbeddingWorker
+
+    async def close(self) -> None:
+        await self.worker.stop()
+        await self.vectors.flush()
+        await self.store.close()
+
+
+async def open_parts(folder: Path, embedder: LocalEmbedder, *, start_worker: bool) -> Parts:
+    store = await Store.open(folder)
+    vectors = VectorIndexes(folder / "vectors", store, embedder)
+    parts = Parts(store, vectors, EmbeddingWorker(store, embedder, vectors))
+    if start_worker:
+        parts.worker.start()
+    return parts
 
 
 async def fill(store: Store, agent: str = "agent") -> None:
@@ -52,64 +77,64 @@ def test_keys_are_unique_across_item_types() -> None:
 
 async def test_drain_embeds_every_item_once(tmp_path: Path) -> None:
     embedder = RenamedEmbedder("fake-a")
-    store = await Store.open(tmp_path, embedder, start_worker=False)
-    await fill(store)
-    assert await store.worker.drain() == 4
-    assert await store.worker.drain() == 0
+    parts = await open_parts(tmp_path, embedder, start_worker=False)
+    await fill(parts.store)
+    assert await parts.worker.drain() == 4
+    assert await parts.worker.drain() == 0
     assert "Gardening chat (garden)" in embedder.texts
     # A message is embedded after its date and the message it answers.
     assert "01 January 1970: I planted tomatoes in the garden\nTomatoes like sun" in embedder.texts
-    hits = await store.vectors.search("agent", embedder.embed(["Grows tomatoes"])[0], 4)
+    hits = await parts.vectors.search("agent", embedder.encode(["Grows tomatoes"])[0], 4)
     assert hits[0][:2] == ("fact", 1) and hits[0][2] > 0.99
-    assert await store.vectors.search("nobody", embedder.embed(["x"])[0], 4) == []
-    await store.close()
+    assert await parts.vectors.search("nobody", embedder.encode(["x"])[0], 4) == []
+    await parts.close()
 
 
 async def test_changed_text_and_changed_model_are_embedded_again(tmp_path: Path) -> None:
-    store = await Store.open(tmp_path, RenamedEmbedder("fake-a"), start_worker=False)
-    await fill(store)
-    await store.worker.drain()
-    with sqlite3.connect(store.path) as db:
+    parts = await open_parts(tmp_path, RenamedEmbedder("fake-a"), start_worker=False)
+    await fill(parts.store)
+    await parts.worker.drain()
+    with sqlite3.connect(parts.store.path) as db:
         db.execute("UPDATE facts SET content = 'Grows peppers' WHERE id = 1")
-    assert await store.worker.drain() == 1
-    await store.close()
+    assert await parts.worker.drain() == 1
+    await parts.close()
 
     renamed = RenamedEmbedder("fake-b")
-    store = await Store.open(tmp_path, renamed, start_worker=False)
-    assert await store.worker.drain() == 4  # a new model name re-embeds everything
-    assert await store.embedding_count("agent", "fake-b") == 4
-    assert await store.embedding_count("agent", "fake-a") == 4  # kept for switching back
-    await store.close()
+    parts = await open_parts(tmp_path, renamed, start_worker=False)
+    assert await parts.worker.drain() == 4  # a new model name re-embeds everything
+    assert await parts.store.embedding_count("agent", "fake-b") == 4
+    assert await parts.store.embedding_count("agent", "fake-a") == 4  # kept for switching back
+    await parts.close()
 
 
 async def test_background_worker_embeds_without_blocking_the_loop(tmp_path: Path) -> None:
     slow = RenamedEmbedder("slow", delay=0.3)
-    store = await Store.open(tmp_path, slow, start_worker=True)
-    await fill(store)
+    parts = await open_parts(tmp_path, slow, start_worker=True)
+    await fill(parts.store)
     ticks = 0
     deadline = time.monotonic() + 10
-    while await store.embedding_count("agent", "slow") < 4 and time.monotonic() < deadline:
+    while await parts.store.embedding_count("agent", "slow") < 4 and time.monotonic() < deadline:
         await asyncio.sleep(0.01)
         ticks += 1
-    assert await store.embedding_count("agent", "slow") == 4
+    assert await parts.store.embedding_count("agent", "slow") == 4
     assert ticks >= 10  # the loop kept running while the embedder slept in its thread
-    await store.close()
+    await parts.close()
 
 
 async def _reopened_index_size(tmp_path: Path, damage) -> tuple[int, int]:
     embedder = RenamedEmbedder("fake-a")
-    store = await Store.open(tmp_path, embedder, start_worker=False)
-    await fill(store)
-    await store.worker.drain()
-    index_path, sidecar_path = store.vectors.paths("agent")
-    await store.close()
+    parts = await open_parts(tmp_path, embedder, start_worker=False)
+    await fill(parts.store)
+    await parts.worker.drain()
+    index_path, sidecar_path = parts.vectors.paths("agent")
+    await parts.close()
     assert index_path.is_file() and sidecar_path.is_file()
     damage(index_path, sidecar_path)
 
-    store = await Store.open(tmp_path, embedder, start_worker=False)
-    hits = await store.vectors.search("agent", embedder.embed(["tomatoes"])[0], 10)
-    rebuilds = store.vectors.rebuilds
-    await store.close()
+    parts = await open_parts(tmp_path, embedder, start_worker=False)
+    hits = await parts.vectors.search("agent", embedder.encode(["tomatoes"])[0], 10)
+    rebuilds = parts.vectors.rebuilds
+    await parts.close()
     return len(hits), rebuilds
 
 
@@ -147,10 +172,10 @@ async def test_index_of_another_model_is_rebuilt(tmp_path: Path) -> None:
 
 
 async def test_index_files_are_named_safely_for_any_agent_id(tmp_path: Path) -> None:
-    store = await Store.open(tmp_path, RenamedEmbedder("fake-a"), start_worker=False)
+    parts = await open_parts(tmp_path, RenamedEmbedder("fake-a"), start_worker=False)
     weird = "../../etc/passwd\x00 ünïcode/\\:*?"
-    await fill(store, weird)
-    await store.worker.drain()
-    index_path, _ = store.vectors.paths(weird)
+    await fill(parts.store, weird)
+    await parts.worker.drain()
+    index_path, _ = parts.vectors.paths(weird)
     assert index_path.parent == tmp_path / "vectors" and index_path.is_file()
-    await store.close()
+    await parts.close()

@@ -14,7 +14,6 @@ from pathlib import Path
 import httpx
 import openai
 
-from mnemoproxy.proxy.memory_service import build_memory
 from tests.fake_upstream import FakeUpstream
 from tests.memory_client import memory_settings, post, search, wait_for
 from tests.proxy_server import ProxyServer, free_port
@@ -48,7 +47,7 @@ def ingest(server: ProxyServer, conversation: str) -> dict:
 
 def llm_proxy(fake: FakeUpstream, tmp_path, **overrides) -> ProxyServer:
     settings = memory_settings(fake, tmp_path, core_model="fake-core-model", **overrides)
-    return ProxyServer(settings, memory_factory=build_memory)
+    return ProxyServer(settings)
 
 
 def test_llm_distiller_good_and_fenced_answers(fake_upstream, tmp_path):

@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import logging
 
+from mnemoproxy.config.settings import Settings
 from mnemoproxy.errors import SettingError
 from mnemoproxy.gate.relevance.llm import LLMGate
 from mnemoproxy.gate.relevance.scan import Cues, scan_window, shared_scanner
@@ -100,7 +101,11 @@ class HeuristicGate:
     nothing, so that a slow store never holds up a chat.
     """
 
-    def __init__(self, probe_threshold: float = 0.6, probe_timeout: float = 0.5):
+    def __init__(
+        self,
+        probe_threshold: float = Settings.gate_probe_threshold,
+        probe_timeout: float = 0.5,
+    ):
         if not 0.0 <= probe_threshold <= 1.0:
             raise SettingError(f"probe_threshold must be within [0, 1], got {probe_threshold}")
         self.probe_threshold = probe_threshold
@@ -146,7 +151,12 @@ class AlwaysGate:
         return GateDecision(decision.section, f"gate off: {decision.reason}")
 
 
-def make_gate(mode: str, *, core: CoreModel | None = None, probe_threshold: float = 0.6) -> Gate:
+def make_gate(
+    mode: str,
+    *,
+    core: CoreModel | None = None,
+    probe_threshold: float = Settings.gate_probe_threshold,
+) -> Gate:
     """The gate for the `relevance_gate_mode` setting."""
     if mode == "off":
         return AlwaysGate()

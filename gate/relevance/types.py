@@ -10,11 +10,12 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Literal, Protocol, get_args
 
-from mnemoproxy.memory.distill.protocol import CoreModel
+from mnemoproxy.memory import CoreModel, Kind
 
 __all__ = ["SECTIONS", "CoreModel", "Gate", "GateContext", "GateDecision", "Probe", "Section"]
 
-Section = Literal["identity", "pinned", "episode", "transcript", "none"]
+# A section is the kind of memory a message needs, or none.
+Section = Literal[Kind, "none"]
 SECTIONS: tuple[Section, ...] = get_args(Section)
 
 Probe = Callable[[str], Awaitable[float]]

@@ -13,7 +13,7 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
-from mnemoproxy.memory.distill.protocol import DistillError
+from mnemoproxy.errors import DistillError
 from mnemoproxy.memory.models import Distillation, EpisodeDraft, FactDraft, FactKind
 
 MAX_ITEM_CHARS = 500

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from typing import Any, Protocol
 
-from mnemoproxy.errors import MnemoError
 from mnemoproxy.memory.models import Distillation, SessionInput
 
 
@@ -36,17 +35,3 @@ class CoreModel(Protocol):
         max_tokens: int | None = None,
     ) -> str: ...
 
-
-class DistillError(MnemoError):
-    """The core model answered, but its output could not be used (empty or garbage).
-
-    Retrying may help (models are not deterministic); `reason` says what was wrong so a
-    dead-lettered session can be diagnosed.
-    """
-
-    error_type = "memory_error"
-    code = "distill_failed"
-
-    def __init__(self, reason: str):
-        super().__init__(f"Distiller output was unusable: {reason}")
-        self.reason = reason

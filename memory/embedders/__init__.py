@@ -10,19 +10,19 @@ Local models load lazily on the first `embed` call and never reach the network.
 
 from __future__ import annotations
 
+from mnemoproxy.config.settings import EMBEDDING_BACKENDS
 from mnemoproxy.errors import SettingError
-from mnemoproxy.memory.embedders.base import Embedder, l2_normalise
+from mnemoproxy.memory.embedders.base import Embedder, LocalEmbedder, l2_normalise
 from mnemoproxy.memory.embedders.hashing import HashingEmbedder
 from mnemoproxy.memory.embedders.minilm import MiniLMEmbedder
 from mnemoproxy.memory.embedders.remote import OpenAIEmbedder
 from mnemoproxy.memory.embedders.static import WordLlamaEmbedder
-
-BACKENDS = ("wordllama", "minilm", "openai", "hashing")
+from mnemoproxy.memory.model_server import JsonClient
 
 __all__ = [
-    "BACKENDS",
     "Embedder",
     "HashingEmbedder",
+    "LocalEmbedder",
     "MiniLMEmbedder",
     "OpenAIEmbedder",
     "WordLlamaEmbedder",
@@ -31,21 +31,31 @@ __all__ = [
 ]
 
 
-def make_embedder(backend: str, *, model: str = "", url: str = "", api_key: str = "") -> Embedder:
-    """Build the configured embedder; `model`, `url` and `api_key` matter for openai only.
+def make_embedder(
+    backend: str,
+    *,
+    model: str = "",
+    url: str = "",
+    api_key: str = "",
+    client: JsonClient | None = None,
+) -> Embedder:
+    """Build the configured embedder; `model`, `url`, `api_key` and `client` (the HTTP client
+    memory is lent) matter for openai only.
 
     Raises SettingError, naming the fix, for an unknown backend, a missing package, or an
-    openai backend without a model or URL. Nothing heavy happens here: models load on first use.
-    """
+    openai backend without a model, URL or client. Nothing heavy happens here: models load
+    in `load()` or on first use."""
     if backend == "wordllama":
         return WordLlamaEmbedder()
     if backend == "minilm":
         return MiniLMEmbedder()
     if backend == "openai":
-        return OpenAIEmbedder(model=model, url=url, api_key=api_key)
+        if client is None:
+            raise SettingError("the openai embedding backend needs an HTTP client to reach it")
+        return OpenAIEmbedder(model=model, url=url, api_key=api_key, client=client)
     if backend == "hashing":
         return HashingEmbedder()
     raise SettingError(
-        f"Unknown embedding_backend {backend!r}: choose one of {', '.join(BACKENDS)}.",
+        f"Unknown embedding_backend {backend!r}: choose one of {', '.join(EMBEDDING_BACKENDS)}.",
         param="embedding_backend",
     )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import threading
 from collections.abc import Callable, Sequence
 from typing import Generic, Protocol, TypeVar
@@ -15,9 +16,10 @@ class Embedder(Protocol):
     """Turns texts into unit-length float32 vectors.
 
     `name` is stored beside every vector: a vector is reused only while the name and the
-    content hash are unchanged, so a new name re-embeds everything.
-    `embed` is synchronous CPU (or blocking HTTP) work; async callers run it in a worker
-    thread. It accepts an empty sequence and returns shape (0, dim) for it.
+    content hash are unchanged, so a new name re-embeds everything. `load` readies the
+    model (weights read, or a remote model's size learned); `dim` is known after it.
+    `embed` never blocks the event loop; it accepts an empty sequence and returns shape
+    (0, dim) for it.
     """
 
     @property
@@ -26,7 +28,26 @@ class Embedder(Protocol):
     @property
     def dim(self) -> int: ...
 
-    def embed(self, texts: Sequence[str]) -> np.ndarray: ...
+    async def load(self) -> None: ...
+
+    async def embed(self, texts: Sequence[str]) -> np.ndarray: ...
+
+
+class LocalEmbedder:
+    """An embedder computed in this process: `encode` is the CPU work (synchronous, for
+    benchmarks and tests), run in a worker thread by `embed`."""
+
+    name: str
+    dim: int
+
+    def encode(self, texts: Sequence[str]) -> np.ndarray:
+        raise NotImplementedError
+
+    async def load(self) -> None:
+        await asyncio.to_thread(self.encode, ["warm up"])
+
+    async def embed(self, texts: Sequence[str]) -> np.ndarray:
+        return await asyncio.to_thread(self.encode, list(texts))
 
 
 def l2_normalise(vectors: np.ndarray) -> np.ndarray:
@@ -49,10 +70,6 @@ class LazyResource(Generic[_T]):
         self._build = build
         self._value: _T | None = None
         self._lock = threading.Lock()
-
-    @property
-    def loaded(self) -> bool:
-        return self._value is not None
 
     def get(self) -> _T:
         value = self._value

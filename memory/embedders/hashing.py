@@ -15,7 +15,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from mnemoproxy.memory.embedders.base import l2_normalise
+from mnemoproxy.memory.embedders.base import LocalEmbedder, l2_normalise
 
 _WORD = re.compile(r"\w+")
 
@@ -27,12 +27,12 @@ def _bucket(feature: str, dim: int) -> tuple[int, float]:
     return digest % dim, (1.0 if (digest >> 63) & 1 else -1.0)
 
 
-class HashingEmbedder:
+class HashingEmbedder(LocalEmbedder):
     def __init__(self, dim: int = 256):
         self.dim = dim
         self.name = f"hashing-{dim}-v1"
 
-    def embed(self, texts: Sequence[str]) -> np.ndarray:
+    def encode(self, texts: Sequence[str]) -> np.ndarray:
         vectors = np.zeros((len(texts), self.dim), dtype=np.float32)
         for row, text in enumerate(texts):
             words = _WORD.findall(text.lower())

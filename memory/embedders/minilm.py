@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 
 from mnemoproxy.errors import SettingError
-from mnemoproxy.memory.embedders.base import LazyResource, l2_normalise
+from mnemoproxy.memory.embedders.base import LazyResource, LocalEmbedder, l2_normalise
 from mnemoproxy.memory.embedders.bert import (
     BertWeights,
     bert_mean_pooled,
@@ -112,7 +112,7 @@ def _length_sorted_batches(lengths: list[int], tokens_per_batch: int) -> list[li
     return batches
 
 
-class MiniLMEmbedder:
+class MiniLMEmbedder(LocalEmbedder):
     name = "all-MiniLM-L6-v2"
     dim = 384
 
@@ -128,7 +128,7 @@ class MiniLMEmbedder:
         self._model = LazyResource(lambda: _load(directory, expected_sha256))
         self._tokens_per_batch = tokens_per_batch
 
-    def embed(self, texts: Sequence[str]) -> np.ndarray:
+    def encode(self, texts: Sequence[str]) -> np.ndarray:
         out = np.zeros((len(texts), self.dim), dtype=np.float32)
         if not texts:
             return out

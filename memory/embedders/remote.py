@@ -1,32 +1,36 @@
-"""An OpenAI-compatible `/embeddings` endpoint (OpenAI, vLLM, llama.cpp, Ollama, TEI...)."""
+"""An OpenAI-compatible `/embeddings` endpoint (OpenAI, vLLM, llama.cpp, Ollama, TEI...),
+reached through the JSON client the proxy lends memory (its pooled connections)."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from typing import Any
 
-import httpx
 import numpy as np
 
-from mnemoproxy.errors import SettingError, UpstreamError, UpstreamTimeout
+from mnemoproxy.errors import SettingError, UpstreamError
 from mnemoproxy.memory.embedders.base import l2_normalise
+from mnemoproxy.memory.model_server import JsonClient
 
 # Inputs per request: OpenAI accepts 2048, but many local servers cap lower, and a smaller
 # request fails (and is retried by the caller) more cheaply.
 MAX_INPUTS_PER_REQUEST = 256
-_TIMEOUT = httpx.Timeout(60.0, connect=5.0)
+TIMEOUT_SECONDS = 60.0
 _DIM_PROBE_TEXT = "dimension probe"
 
 
 class OpenAIEmbedder:
-    """Embeds through `POST {url}/embeddings`.
-
-    The server decides the vector size, so `dim` is learned from the first response; reading
-    `dim` before any `embed` call sends one tiny probe request (blocking, like `embed`).
-    """
+    """Embeds through `POST {url}/embeddings`. The server decides the vector size, so `dim`
+    is learned by `load` (one tiny probe request) or by the first `embed`."""
 
     def __init__(
-        self, *, model: str, url: str, api_key: str = "", timeout: httpx.Timeout = _TIMEOUT
+        self,
+        *,
+        model: str,
+        url: str,
+        client: JsonClient,
+        api_key: str = "",
+        timeout: float = TIMEOUT_SECONDS,
     ):
         if not model:
             raise SettingError(
@@ -40,50 +44,39 @@ class OpenAIEmbedder:
         self.name = f"openai:{model}"
         self._model = model
         self._endpoint = url.rstrip("/") + "/embeddings"
-        self._headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+        self._client = client
+        self._api_key = api_key
         self._timeout = timeout
         self._dim: int | None = None
 
     @property
     def dim(self) -> int:
         if self._dim is None:
-            self.embed([_DIM_PROBE_TEXT])
-        assert self._dim is not None
+            raise SettingError(
+                f"the size of {self.name}'s vectors is not known yet: load() the embedder first"
+            )
         return self._dim
 
-    def embed(self, texts: Sequence[str]) -> np.ndarray:
+    async def load(self) -> None:
+        if self._dim is None:
+            await self.embed([_DIM_PROBE_TEXT])
+
+    async def embed(self, texts: Sequence[str]) -> np.ndarray:
         if not texts:
+            await self.load()
             return np.zeros((0, self.dim), dtype=np.float32)
         batches = []
-        with httpx.Client(timeout=self._timeout, headers=self._headers) as client:
-            for start in range(0, len(texts), MAX_INPUTS_PER_REQUEST):
-                chunk = list(texts[start : start + MAX_INPUTS_PER_REQUEST])
-                batches.append(self._parse(self._post(client, chunk), len(chunk)))
-        return l2_normalise(np.concatenate(batches))
-
-    def _post(self, client: httpx.Client, chunk: list[str]) -> Any:
-        try:
-            response = client.post(self._endpoint, json={"model": self._model, "input": chunk})
-        except httpx.TimeoutException as exc:
-            raise UpstreamTimeout(
-                f"The embedding server at {self._endpoint} did not answer in time: {exc!r}."
-            ) from exc
-        except httpx.HTTPError as exc:
-            raise UpstreamError(
-                f"Cannot reach the embedding server at {self._endpoint}: {exc!r}; "
-                "check embedding_url."
-            ) from exc
-        if response.status_code >= 400:
-            raise UpstreamError(
-                f"The embedding server at {self._endpoint} answered {response.status_code}: "
-                f"{response.text[:300]}"
+        for start in range(0, len(texts), MAX_INPUTS_PER_REQUEST):
+            chunk = list(texts[start : start + MAX_INPUTS_PER_REQUEST])
+            body = await self._client.post_json(
+                self._endpoint,
+                {"model": self._model, "input": chunk},
+                api_key=self._api_key,
+                timeout=self._timeout,
+                url_setting="embedding_url",
             )
-        try:
-            return response.json()
-        except ValueError as exc:
-            raise UpstreamError(
-                f"The embedding server at {self._endpoint} sent a body that is not JSON."
-            ) from exc
+            batches.append(self._parse(body, len(chunk)))
+        return l2_normalise(np.concatenate(batches))
 
     def _parse(self, body: Any, expected: int) -> np.ndarray:
         try:

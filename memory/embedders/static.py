@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 
 from mnemoproxy.errors import SettingError
-from mnemoproxy.memory.embedders.base import LazyResource, l2_normalise
+from mnemoproxy.memory.embedders.base import LazyResource, LocalEmbedder, l2_normalise
 
 
 def _package_dir() -> Path:
@@ -39,7 +39,7 @@ def _load_model(package_dir: Path) -> Any:
         ) from exc
 
 
-class WordLlamaEmbedder:
+class WordLlamaEmbedder(LocalEmbedder):
     name = "wordllama-l2-256"
     dim = 256
 
@@ -47,7 +47,7 @@ class WordLlamaEmbedder:
         package_dir = _package_dir()
         self._model = LazyResource(lambda: _load_model(package_dir))
 
-    def embed(self, texts: Sequence[str]) -> np.ndarray:
+    def encode(self, texts: Sequence[str]) -> np.ndarray:
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
         vectors = self._model.get().embed(list(texts), norm=False)

@@ -20,63 +20,29 @@ import json
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from mnemoproxy.memory.embedding_worker import EmbeddingWorker
 from mnemoproxy.memory.store.db import Database, require_agent
 from mnemoproxy.memory.store.items import ItemQueries
 from mnemoproxy.memory.store.maintenance import MaintenanceQueries
 from mnemoproxy.memory.store.retrieval import RetrievalQueries
 from mnemoproxy.memory.store.schema import MIGRATIONS, Migration
 from mnemoproxy.memory.store.turns import TurnQueries, upsert_agent
-from mnemoproxy.memory.vectors import VectorIndexes
-
-if TYPE_CHECKING:
-    from mnemoproxy.memory.embedders import Embedder
-
-VECTORS_FOLDER = "vectors"
 
 
 class Store(TurnQueries, ItemQueries, RetrievalQueries, MaintenanceQueries):
-    embedder: Embedder
-    vectors: VectorIndexes
-    worker: EmbeddingWorker
-
     @classmethod
     async def open(
-        cls,
-        data_dir: str | Path,
-        embedder: Embedder,
-        *,
-        start_worker: bool = True,
-        migrations: Sequence[Migration] = MIGRATIONS,
+        cls, data_dir: str | Path, *, migrations: Sequence[Migration] = MIGRATIONS
     ) -> Store:
-        """Open (creating and migrating as needed) `<data_dir>/memory.db` and its vectors.
-
-        With `start_worker` the embedding worker runs in the background; without it,
-        vectors are only computed by `await store.worker.drain()`.
-        """
+        """Open (creating and migrating as needed) `<data_dir>/memory.db`."""
         path, writer, reader = await Database.connect(data_dir, migrations)
-        store = cls(path, writer, reader)
-        store.embedder = embedder
-        store.vectors = VectorIndexes(Path(data_dir) / VECTORS_FOLDER, store, embedder)
-        store.worker = EmbeddingWorker(store, embedder, store.vectors)
-        if start_worker:
-            store.worker.start()
-        return store
+        return cls(path, writer, reader)
 
     async def close(self) -> None:
-        await self.worker.stop()
-        await self.vectors.flush()
         await self.close_connections()
 
     # -- agents and sessions -------------------------------------------------------------
-
-    async def touch_agent(self, agent_id: str, at: float | None = None) -> None:
-        require_agent(agent_id)
-        at = time.time() if at is None else at
-        async with self._write() as db:
-            await upsert_agent(db, agent_id, at)
 
     async def session(
         self, agent_id: str, session_key: str, at: float | None = None
@@ -166,7 +132,7 @@ class Store(TurnQueries, ItemQueries, RetrievalQueries, MaintenanceQueries):
             for r in rows
         ]
 
-    async def status(self) -> dict[str, Any]:
+    async def status(self, embedding_model: str) -> dict[str, Any]:
         row = await self._fetchone(
             "SELECT (SELECT COUNT(*) FROM agents), (SELECT COUNT(*) FROM transcript), "
             "(SELECT COUNT(*) FROM facts WHERE valid_to IS NULL AND deleted_at IS NULL), "
@@ -174,7 +140,7 @@ class Store(TurnQueries, ItemQueries, RetrievalQueries, MaintenanceQueries):
             "(SELECT COUNT(*) FROM pending_signals WHERE status = 'pending'), "
             "(SELECT COUNT(*) FROM pending_signals WHERE status = 'dead'), "
             "(SELECT COUNT(*) FROM embeddings WHERE model = ?)",
-            (self.embedder.name,),
+            (embedding_model,),
         )
         assert row is not None
         return {
@@ -186,5 +152,5 @@ class Store(TurnQueries, ItemQueries, RetrievalQueries, MaintenanceQueries):
             "pending_signals": row[4],
             "dead_signals": row[5],
             "embedded_items": row[6],
-            "embedding_model": self.embedder.name,
+            "embedding_model": embedding_model,
         }

@@ -22,7 +22,7 @@ from typing import Any, TypeVar
 
 import aiosqlite
 
-from mnemoproxy.errors import InvalidRequest, MemoryFailure
+from mnemoproxy.errors import InvalidArgument, MemoryFailure
 from mnemoproxy.memory.store.schema import MIGRATIONS, Migration, migrate
 
 DB_FILE = "memory.db"
@@ -93,8 +93,10 @@ class Reader:
 def require_agent(agent_id: str) -> str:
     """Every read and write names its agent; a blank one is the caller's mistake."""
     if not isinstance(agent_id, str) or not agent_id.strip():
-        raise InvalidRequest("agent_id is required: pass the agent's id (X-Agent-Id)",
-                             param="agent_id")
+        raise InvalidArgument(
+            "agent_id is required: every memory read and write names its agent",
+            param="agent_id",
+        )
     return agent_id
 
 

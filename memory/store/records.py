@@ -7,9 +7,22 @@ import sqlite3
 from dataclasses import dataclass
 from typing import Literal
 
+from mnemoproxy.memory.models import Kind
+
 Role = Literal["user", "assistant"]
+# Where an item is stored: the table (facts hold both identity and pinned facts).
 ItemType = Literal["fact", "episode", "transcript"]
 ITEM_TYPES: tuple[ItemType, ...] = ("fact", "episode", "transcript")
+_TABLE_OF_KIND: dict[Kind, ItemType] = {
+    "identity": "fact",
+    "pinned": "fact",
+    "episode": "episode",
+    "transcript": "transcript",
+}
+
+
+def item_type_of(kind: Kind) -> ItemType:
+    return _TABLE_OF_KIND[kind]
 
 
 @dataclass(frozen=True)

@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from mnemoproxy.memory.models import Kind
 from mnemoproxy.memory.query_terms import MATCH_BUDGET, affordable_terms, quoted
 from mnemoproxy.memory.store.db import Database, require_agent
 from mnemoproxy.memory.store.records import ITEM_TYPES, ItemType
@@ -35,6 +36,7 @@ class ItemText:
 class StoredItem:
     """A searchable item as fetched for a result: its text, time and where it came from."""
 
+    kind: Kind
     item_type: ItemType
     item_id: int
     text: str
@@ -238,19 +240,19 @@ def _embedding_text(item_type: ItemType, row: Any) -> str:
 def _stored_item(item_type: ItemType, row: Any) -> StoredItem:
     if item_type == "transcript":
         return StoredItem(
-            item_type, row["id"], row["content"], row["at"],
+            "transcript", item_type, row["id"], row["content"], row["at"],
             {"session_id": row["session_id"], "turn_index": row["turn_index"],
              "role": row["role"]},
         )
     if item_type == "fact":
         return StoredItem(
-            item_type, row["id"], row["content"], row["updated_at"],
+            row["kind"], item_type, row["id"], row["content"], row["updated_at"],
             {"kind": row["kind"], "slot": row["slot"], "session_id": row["source_session_id"],
              "created_at": row["created_at"], "source_count": row["source_count"],
              "salience": row["salience"], "tags": json.loads(row["tags_json"])},
         )
     return StoredItem(
-        item_type, row["id"], row["summary"], row["item_time"],
+        "episode", item_type, row["id"], row["summary"], row["item_time"],
         {"session_id": row["session_id"], "created_at": row["created_at"],
          "started_at": row["started_at"], "ended_at": row["ended_at"],
          "topics": json.loads(row["topics_json"]), "salience": row["salience"]},

@@ -25,7 +25,6 @@ from pathlib import Path
 from typing import Any
 
 from mnemoproxy.memory.consolidate import ConsolidationReport, consolidate
-from mnemoproxy.memory.embedders import make_embedder
 from mnemoproxy.memory.store import Store
 from tests.benchmarks.bench_search import made_up_vocabulary
 from tests.benchmarks.report import publish
@@ -88,7 +87,7 @@ def _seed(path: Path, size: int, rng: random.Random) -> None:
 async def _probe(store: Store, waits: list[float], stop: asyncio.Event) -> None:
     while not stop.is_set():
         started = time.perf_counter()
-        await store.touch_agent("probe-agent", at=NOW)
+        await store.session("probe-agent", "probe", at=NOW)  # one small write
         waits.append((time.perf_counter() - started) * 1000)
         await asyncio.sleep(PROBE_INTERVAL)
 
@@ -107,7 +106,7 @@ async def _timed_pass(store: Store) -> tuple[ConsolidationReport, list[float]]:
 
 async def _run_size(size: int) -> list[dict[str, Any]]:
     with tempfile.TemporaryDirectory(prefix="mnemo-bench-consolidate-") as folder:
-        store = await Store.open(folder, make_embedder("hashing"), start_worker=False)
+        store = await Store.open(folder)
         try:
             started = time.perf_counter()
             await asyncio.to_thread(_seed, store.path, size, random.Random(size))

@@ -1,4 +1,4 @@
-"""Embedder speed (texts/second) and LoCoMo dense retrieval recall, to pick the default.
+"""LocalEmbedder speed (texts/second) and LoCoMo dense retrieval recall, to pick the default.
 
 Speed: each local embedder on short (~10 words) and long (~120 words) texts, called with
 batches of 256, of 64, and one text per call. Texts are LoCoMo turns when the data set is
@@ -27,7 +27,7 @@ from typing import Any
 
 import numpy as np
 
-from mnemoproxy.memory.embedders import Embedder, make_embedder
+from mnemoproxy.memory.embedders import LocalEmbedder, make_embedder
 from tests.benchmarks import locomo
 from tests.benchmarks.report import publish
 
@@ -68,7 +68,7 @@ def _texts(pool: list[str], words: int, count: int, rng: random.Random) -> list[
 
 
 def embedding_rate(
-    embedder: Embedder, texts: list[str], per_call: int, min_seconds: float
+    embedder: LocalEmbedder, texts: list[str], per_call: int, min_seconds: float
 ) -> float:
     """Texts per second, calling with `per_call` texts (cycling through them) for at least
     `min_seconds`: on a busy machine one lost scheduler slice would skew a short run."""
@@ -76,13 +76,13 @@ def embedding_rate(
     while done == 0 or time.perf_counter() - started < min_seconds:
         start = done % len(texts)
         chunk = texts[start : start + per_call]
-        embedder.embed(chunk)
+        embedder.encode(chunk)
         done += len(chunk)
     return done / (time.perf_counter() - started)
 
 
 def measure_speed(
-    embedders: dict[str, Embedder], texts_per_cell: int, min_seconds: float
+    embedders: dict[str, LocalEmbedder], texts_per_cell: int, min_seconds: float
 ) -> list[dict[str, Any]]:
     pool = _word_pool()
     rng = random.Random(11)
@@ -93,12 +93,12 @@ def measure_speed(
     rows = []
     for backend, embedder in embedders.items():
         started = time.perf_counter()
-        embedder.embed(["load the model before the clock starts"])
+        embedder.encode(["load the model before the clock starts"])
         load_s = time.perf_counter() - started
         for length, texts in corpora.items():
             # One untimed pass, so no column pays for first-touch costs (hashing's feature
             # cache, tokenizer and allocator warm-up) that the others then skip.
-            embedder.embed(texts)
+            embedder.encode(texts)
             rates = {
                 size: embedding_rate(embedder, texts, size, min_seconds) for size in CALL_SIZES
             }
@@ -127,7 +127,7 @@ def _recall(
 
 
 def measure_recall(
-    embedders: dict[str, Embedder], conversations: int | None
+    embedders: dict[str, LocalEmbedder], conversations: int | None
 ) -> list[dict[str, Any]]:
     samples = locomo.load()[:conversations]
     variants: dict[str, Callable[[locomo.LocomoTurn], str]] = {
@@ -147,8 +147,8 @@ def measure_recall(
                     for q in sample.questions
                     if q.category in locomo.RETRIEVAL_CATEGORIES and q.evidence
                 ]
-                turn_vectors = embedder.embed([render(turn) for turn in turns])
-                question_vectors = embedder.embed([q.question for q in questions])
+                turn_vectors = embedder.encode([render(turn) for turn in turns])
+                question_vectors = embedder.encode([q.question for q in questions])
                 evidence = [[position[dia_id] for dia_id in q.evidence] for q in questions]
                 for k, values in _recall(question_vectors, turn_vectors, evidence).items():
                     recalls[k] += values
@@ -166,7 +166,7 @@ def measure_recall(
 
 def _table(speed: list[dict[str, Any]], recall: list[dict[str, Any]], note: str) -> str:
     lines = [
-        f"Embedder speed, texts/second (shared 2-core machine: noisy){note}",
+        f"LocalEmbedder speed, texts/second (shared 2-core machine: noisy){note}",
         f"{'backend':<11}{'texts':<7}{'load s':>8}"
         + "".join(f"{f'{size}/call':>11}" for size in CALL_SIZES),
     ]

@@ -6,7 +6,7 @@
 
 Each size is seeded into a fresh temporary data dir (tests/benchmarks/seed.py: mostly
 transcript messages, plus facts and episodes, all embedded), then the memory side is
-built by `proxy.memory_service.build_memory` itself, as the proxy builds it, and
+opened by `proxy.chat_memory.open_memory` itself, as the proxy opens it, and
 `ReadPath.prepare` is timed on memory questions (which fire the gate) interleaved with
 plain prompts (which do not). Seeding is reported apart and not part of the timings.
 Wall-clock figures on a shared 2-core machine are noisy; "cpu" is the process CPU time
@@ -23,7 +23,7 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
-from mnemoproxy.proxy.memory_service import build_memory
+from mnemoproxy.proxy.chat_memory import open_memory
 from mnemoproxy.proxy.upstream import Upstream
 from tests.benchmarks.bench_proxy import percentile
 from tests.benchmarks.seed import (
@@ -64,9 +64,8 @@ async def _run_size(items: int, rounds: int) -> tuple[list[dict[str, Any]], dict
             data_dir=folder, embedding_backend="wordllama", upstream_url=UNUSED_UPSTREAM
         )
         upstream = Upstream(settings)
-        service, close = await build_memory(settings, upstream)
+        memory, reader = await open_memory(settings, upstream)
         try:
-            reader = service.reader
             started = time.perf_counter()
             await reader.prepare(AGENT, [{"role": "user", "content": MEMORY_QUESTIONS[0]}])
             first_call_s = time.perf_counter() - started  # loads the agent's vector index
@@ -85,7 +84,7 @@ async def _run_size(items: int, rounds: int) -> tuple[list[dict[str, Any]], dict
                             result.decision.section if result.block is not None else "none",
                         ))
         finally:
-            await close()
+            await memory.close()
             await upstream.aclose()
     rows = [_row(items, kind, values) for kind, values in samples.items()]
     rows.append(_row(items, "all", [s for values in samples.values() for s in values]))

@@ -1,4 +1,4 @@
-"""Evidence recall of memory.search on LoCoMo (categories 1-4), through the real Store.
+"""Evidence recall of Memory.search on LoCoMo (categories 1-4), through the real store.
 
 Each conversation becomes one agent; each of its turns one transcript message with text
 "speaker: text" at its session's date. Every question is searched in the transcript scope
@@ -25,13 +25,13 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from mnemoproxy.memory.embedders import make_embedder
-from mnemoproxy.memory.search import BM25_ONLY, DEFAULT_FUSION, DEFAULT_MMR_LAMBDA, Fusion, search
-from mnemoproxy.memory.store import Store
+from mnemoproxy.memory import Memory
+from mnemoproxy.memory.search import BM25_ONLY, DEFAULT_FUSION, DEFAULT_MMR_LAMBDA, Fusion
 from mnemoproxy.memory.store.records import Role, TranscriptMessage
 from tests.benchmarks import locomo
 from tests.benchmarks.report import publish
 from tests.benchmarks.seed import printed_progress, seed_store
+from tests.proxy_server import make_settings
 
 RESULTS_FILE = Path(__file__).with_name("results") / "retrieval.txt"
 KS = (5, 10)
@@ -46,10 +46,16 @@ class Variant:
     mmr_lambda: float | None = DEFAULT_MMR_LAMBDA
 
 
+async def _open(folder: Path, backend: str) -> Memory:
+    settings = make_settings(data_dir=str(folder), embedding_backend=backend)
+    return await Memory.open(settings, background=False)
+
+
 async def _index(
-    store: Store, sample: locomo.LocomoSample, date_prefix: bool
+    memory: Memory, sample: locomo.LocomoSample, date_prefix: bool
 ) -> dict[tuple[int, int], str]:
     """Store the conversation's turns; returns (session_id, turn_index) -> dia_id."""
+    store = memory.store
     agent = sample.sample_id
     dia_ids: dict[tuple[int, int], str] = {}
     for session in sample.sessions:
@@ -65,7 +71,7 @@ async def _index(
                                               turn.at.timestamp() + turn.index))
             dia_ids[(session_id, turn.index)] = turn.dia_id
         await store.add_transcript(agent, session_id, messages)
-    await store.worker.drain()
+    await memory.drain()
     return dia_ids
 
 
@@ -97,19 +103,17 @@ async def _evaluate(
     date_prefix: bool, haystack: int,
 ) -> list[dict[str, Any]]:
     """Index every conversation once with `backend`, then run each variant's searches."""
-    embedder = make_embedder(backend)
     tallies = [_Tally(variant.name) for variant in variants]
     with tempfile.TemporaryDirectory(prefix="mnemo-bench-") as folder:
         shared = None
         if haystack:
-            shared = await Store.open(Path(folder) / "shared", embedder, start_worker=False)
+            shared = await _open(Path(folder) / "shared", backend)
             await seed_store(shared, HAYSTACK_AGENT, haystack,
                              progress=printed_progress(f"retrieval haystack, {backend}"))
         for sample in samples:
-            store = shared or await Store.open(Path(folder) / sample.sample_id, embedder,
-                                               start_worker=False)
+            memory = shared or await _open(Path(folder) / sample.sample_id, backend)
             try:
-                dia_ids = await _index(store, sample, date_prefix)
+                dia_ids = await _index(memory, sample, date_prefix)
                 for question in sample.questions:
                     if question.category not in locomo.RETRIEVAL_CATEGORIES:
                         continue
@@ -117,8 +121,8 @@ async def _evaluate(
                         continue
                     for variant, tally in zip(variants, tallies, strict=True):
                         started = time.perf_counter()
-                        results = await search(
-                            store, sample.sample_id, question.question, scope="transcript",
+                        results = await memory.search(
+                            sample.sample_id, question.question, kinds=("transcript",),
                             top_k=max(KS), fusion=variant.fusion, mmr_lambda=variant.mmr_lambda,
                         )
                         seconds = time.perf_counter() - started
@@ -126,8 +130,8 @@ async def _evaluate(
                                  for r in results]
                         tally.add(question.category, set(question.evidence), found, seconds)
             finally:
-                if store is not shared:
-                    await store.close()
+                if memory is not shared:
+                    await memory.close()
         if shared is not None:
             await shared.close()
     return [tally.figures() for tally in tallies]

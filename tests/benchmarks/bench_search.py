@@ -22,12 +22,14 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from mnemoproxy.memory.embedders import make_embedder
+from mnemoproxy.memory import Memory
+from mnemoproxy.memory.embedders import LocalEmbedder, make_embedder
 from mnemoproxy.memory.embedding_worker import content_hash
-from mnemoproxy.memory.search import BM25_ONLY, DEFAULT_FUSION, Fusion, search
+from mnemoproxy.memory.search import BM25_ONLY, DEFAULT_FUSION, Fusion
 from mnemoproxy.memory.store import Store
 from mnemoproxy.memory.store.records import TranscriptMessage
 from tests.benchmarks.report import publish
+from tests.proxy_server import make_settings
 
 RESULTS_FILE = Path(__file__).with_name("results") / "search.txt"
 AGENT = "bench-agent"
@@ -69,7 +71,10 @@ async def _add_messages(store: Store, agent: str, texts: list[str], base: float)
         )
 
 
-async def _load(store: Store, size: int, rng: random.Random, vocabulary: list[str]) -> None:
+async def _load(
+    memory: Memory, embedder: LocalEmbedder, size: int, rng: random.Random, vocabulary: list[str]
+) -> None:
+    store = memory.store
     base = time.time() - 365 * 86_400
     # The neighbour's messages are older than all of the agent's: its searches for common
     # terms take the path that looks past another agent's latest matches.
@@ -79,12 +84,12 @@ async def _load(store: Store, size: int, rng: random.Random, vocabulary: list[st
     # Vectors go straight into the embeddings table in bulk and the index is built in one
     # bulk add on first use: the worker's batch-by-batch graph inserts would make set-up
     # take many minutes at 100k, and set-up is not what is measured here.
-    model = store.embedder.name
+    model = embedder.name
     after_id = 0
     while items := await store.items_needing_vectors(
         model, "transcript", after_id=after_id, limit=BATCH
     ):
-        matrix = await asyncio.to_thread(store.embedder.embed, [item.text for item in items])
+        matrix = await asyncio.to_thread(embedder.encode, [item.text for item in items])
         await store.save_embeddings(
             model,
             [
@@ -99,18 +104,18 @@ async def _load(store: Store, size: int, rng: random.Random, vocabulary: list[st
             ],
         )
         after_id = items[-1].item_id
-    for agent in (AGENT, NEIGHBOUR):
-        await store.vectors.search(agent, matrix[0], 1)
+    for agent in (AGENT, NEIGHBOUR):  # builds each agent's index
+        await memory.search(agent, "warm up", top_k=1)
 
 
 async def _time(
-    store: Store, queries: list[str], agent: str = AGENT, **kwargs: Any
+    memory: Memory, queries: list[str], agent: str = AGENT, **kwargs: Any
 ) -> dict[str, float]:
-    await search(store, agent, queries[0], **kwargs)  # warm caches and the index
+    await memory.search(agent, queries[0], **kwargs)  # warm caches and the index
     timings = []
     for query in queries:
         started = time.perf_counter()
-        await search(store, agent, query, **kwargs)
+        await memory.search(agent, query, **kwargs)
         timings.append((time.perf_counter() - started) * 1000)
     timings.sort()
     return {"p50": statistics.median(timings), "p99": timings[int(len(timings) * 0.99) - 1]}
@@ -121,14 +126,17 @@ async def _run_size(size: int, backend: str) -> list[dict[str, Any]]:
     vocabulary = made_up_vocabulary(rng)
     queries = list(_sentences(rng, vocabulary, QUERIES, 3, 8))
     with tempfile.TemporaryDirectory(prefix="mnemo-bench-search-") as folder:
-        store = await Store.open(folder, make_embedder(backend), start_worker=False)
+        embedder = make_embedder(backend)
+        assert isinstance(embedder, LocalEmbedder)
+        settings = make_settings(data_dir=folder, embedding_backend=backend)
+        memory = await Memory.open(settings, embedder=embedder, background=False)
         try:
             started = time.perf_counter()
-            await _load(store, size, rng, vocabulary)
+            await _load(memory, embedder, size, rng, vocabulary)
             setup = time.perf_counter() - started
             variants: list[tuple[str, dict[str, Any]]] = [
                 ("hybrid, all scopes", {"fusion": DEFAULT_FUSION}),
-                ("hybrid, transcript", {"fusion": DEFAULT_FUSION, "scope": "transcript"}),
+                ("hybrid, transcript", {"fusion": DEFAULT_FUSION, "kinds": ("transcript",)}),
                 ("bm25 only", {"fusion": BM25_ONLY}),
                 ("vector only", {"fusion": Fusion(vector_weight=1.0)}),
                 ("hybrid, last 30 days", {"fusion": DEFAULT_FUSION, "days": 30.0}),
@@ -137,11 +145,11 @@ async def _run_size(size: int, backend: str) -> list[dict[str, Any]]:
             ]
             rows = []
             for name, kwargs in variants:
-                figures = await _time(store, queries, **kwargs)
+                figures = await _time(memory, queries, **kwargs)
                 rows.append({"items": size, "variant": name, **figures, "setup_s": setup})
             return rows
         finally:
-            await store.close()
+            await memory.close()
 
 
 def main(argv: Sequence[str] | None = None) -> dict[str, Any]:

@@ -7,7 +7,7 @@ For categories 1-4 and overall it reports the share of questions that got memory
 evidence recall inside the injected block, and the mean tokens injected, with and
 without distillation (rule-based distiller), beside plain BM25 top-5 / top-10 over the
 same turns. Everything runs in-process through the same objects the proxy uses
-(MemoryService: write path, gate, planner), without HTTP.
+(memory and its read path, opened as the proxy opens them), without HTTP.
 """
 
 from __future__ import annotations
@@ -28,9 +28,10 @@ from typing import Any
 
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from mnemoproxy.memory.models import Turn
-from mnemoproxy.memory.search import BM25_ONLY, search
-from mnemoproxy.proxy.memory_service import MemoryService, build_memory
+from mnemoproxy.gate import ReadPath
+from mnemoproxy.memory import Memory, Turn
+from mnemoproxy.memory.search import BM25_ONLY
+from mnemoproxy.proxy.chat_memory import open_memory
 from mnemoproxy.proxy.upstream import Upstream
 from tests.benchmarks import locomo
 from tests.proxy_server import make_settings
@@ -98,19 +99,19 @@ async def evaluate(
             data_dir=tmp, memory_budget_tokens=budget, upstream_url="http://127.0.0.1:9/v1"
         )
         upstream = Upstream(settings)  # unused: the rule-based distiller needs no model
-        service, close = await build_memory(settings, upstream)
+        memory, read_path = await open_memory(settings, upstream)
         try:
             for sample in samples:
-                await _ingest(service, sample, distill, progress, ingest_task)
-                await _ask(service, sample, tally, progress, ask_task)
+                await _ingest(memory, sample, distill, progress, ingest_task)
+                await _ask(memory, read_path, sample, tally, progress, ask_task)
         finally:
-            await close()
+            await memory.close()
             await upstream.aclose()
     return tally
 
 
 async def _ingest(
-    service: MemoryService,
+    memory: Memory,
     sample: locomo.LocomoSample,
     distill: bool,
     progress: Progress,
@@ -118,7 +119,7 @@ async def _ingest(
 ) -> None:
     for session in sample.sessions:
         turns = [turn for turn, _ in _pairs(session)]
-        await service.writer.ingest(
+        await memory.ingest(
             sample.sample_id,
             f"session_{session.number}",
             turns,
@@ -126,11 +127,12 @@ async def _ingest(
             skip_extraction=not distill,
         )
         progress.advance(task)
-    await service.store.worker.drain()
+    await memory.drain()
 
 
 async def _ask(
-    service: MemoryService,
+    memory: Memory,
+    read_path: ReadPath,
     sample: locomo.LocomoSample,
     tally: Tally,
     progress: Progress,
@@ -142,7 +144,7 @@ async def _ask(
         if question.category not in CATEGORIES or not question.evidence:
             continue
         evidence = [texts[d] for d in question.evidence if d in texts]
-        result = await service.reader.prepare(
+        result = await read_path.prepare(
             sample.sample_id, [{"role": "user", "content": question.question}], now=now
         )
         block = _norm(result.block.text) if result.block else ""
@@ -150,11 +152,10 @@ async def _ask(
         tally.got_memory[c].append(1.0 if result.block else 0.0)
         tally.tokens[c].append(float(result.block.tokens) if result.block else 0.0)
         tally.recall[c].append(sum(e in block for e in evidence) / len(evidence))
-        bm25 = await search(
-            service.store,
+        bm25 = await memory.search(
             sample.sample_id,
             question.question,
-            scope="transcript",
+            kinds=("transcript",),
             top_k=10,
             fusion=BM25_ONLY,
         )

@@ -1,9 +1,9 @@
-"""Bulk seeding of one agent's memory for the benchmarks, through the Store's own methods.
+"""Bulk seeding of one agent's memory for the benchmarks, through the store's own methods.
 
 `seed_data_dir` fills a fresh data dir with N items for one agent: transcript messages
 mostly (sessions of SESSION_TURNS turns written with `add_transcript`), plus pinned and
 identity facts, episodes and known entities, then embeds everything with
-`store.worker.drain()` (the worker's own batches and index upserts) and closes the store,
+`memory.drain()` (the embedding worker's own batches and index upserts) and closes it,
 so that a proxy process can open the folder afterwards. Texts are generated from a small
 English grammar over names, places and activities, so that full-text statistics, the
 gate's cues and the embedder see something like real conversation; the same seed gives
@@ -21,10 +21,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from mnemoproxy.memory.embedders import make_embedder
+from mnemoproxy.memory import Memory
 from mnemoproxy.memory.models import EpisodeDraft, FactDraft
-from mnemoproxy.memory.store import Store
 from mnemoproxy.memory.store.records import TranscriptMessage
+from tests.proxy_server import make_settings
 
 SESSION_TURNS = 50  # turns per seeded session: 100 transcript messages
 EMBED_CHUNK = 10_000  # messages inserted between two drains (the progress granularity)
@@ -182,7 +182,7 @@ class TextMaker:
 
 
 async def seed_store(
-    store: Store,
+    memory: Memory,
     agent_id: str,
     items: int,
     *,
@@ -190,8 +190,9 @@ async def seed_store(
     now: float | None = None,
     progress: Progress | None = None,
 ) -> SeedReport:
-    """Add about `items` items for `agent_id` to an open store and embed them; the
+    """Add about `items` items for `agent_id` to an open memory and embed them; the
     transcript spreads over the year before `now`."""
+    store = memory.store
     report = progress or (lambda stage, done, total: None)
     maker = TextMaker(seed)
     now = time.time() if now is None else now
@@ -202,7 +203,7 @@ async def seed_store(
     async def drain() -> None:
         nonlocal embed_seconds
         before = time.perf_counter()
-        await store.worker.drain()
+        await memory.drain()
         embed_seconds += time.perf_counter() - before
 
     await store.upsert_entities(agent_id, [*PEOPLE, *PLACES], now)
@@ -249,10 +250,11 @@ async def seed_data_dir(
     seed: int = 7,
     progress: Progress | None = None,
 ) -> SeedReport:
-    """Seed a data dir as `seed_store` does, with the store opened on `backend` vectors
-    and closed afterwards (indexes flushed), ready for a proxy to open."""
-    store = await Store.open(data_dir, make_embedder(backend), start_worker=False)
+    """Seed a data dir as `seed_store` does, with memory opened on `backend` vectors and
+    closed afterwards (indexes flushed), ready for a proxy to open."""
+    settings = make_settings(data_dir=str(data_dir), embedding_backend=backend)
+    memory = await Memory.open(settings, background=False)
     try:
-        return await seed_store(store, agent_id, items, seed=seed, progress=progress)
+        return await seed_store(memory, agent_id, items, seed=seed, progress=progress)
     finally:
-        await store.close()
+        await memory.close()

@@ -1,0 +1,251 @@
+"""One agent-scoped long-term memory, opened from settings: the store, the vector indexes,
+the embedding worker, the write path and the consolidation schedule, with their
+lifecycles. Everything outside memory/ goes through this object.
+
+    memory = await Memory.open(settings, http=upstream)   # http: the lent JSON client
+    await memory.record(agent, session_key, turns)        # the chat path's one write
+    results = await memory.search(agent, "where do I live", kinds=("identity", "pinned"))
+    await memory.close()                                  # distils what is pending, flushes
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Collection, Coroutine, Iterable, Sequence
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from mnemoproxy.config.settings import Settings
+from mnemoproxy.memory.consolidate import ConsolidationReport, consolidate
+from mnemoproxy.memory.distill.llm import LLMDistiller
+from mnemoproxy.memory.distill.protocol import Distiller
+from mnemoproxy.memory.distill.rules import RuleDistiller, assign_slots
+from mnemoproxy.memory.embedders import Embedder, make_embedder
+from mnemoproxy.memory.embedding_worker import EmbeddingWorker
+from mnemoproxy.memory.model_server import CoreModel, CoreModelClient, JsonClient
+from mnemoproxy.memory.models import Kind, Turn
+from mnemoproxy.memory.search import (
+    DEFAULT_FUSION,
+    DEFAULT_MMR_LAMBDA,
+    Fusion,
+    Retriever,
+    SearchResult,
+)
+from mnemoproxy.memory.store import Store
+from mnemoproxy.memory.store.records import Fact, item_type_of
+from mnemoproxy.memory.vectors import VectorIndexes
+from mnemoproxy.memory.write_path import IngestResult, WritePath
+
+log = logging.getLogger("mnemoproxy.memory")
+
+VECTORS_FOLDER = "vectors"
+SHUTDOWN_DISTILL_SECONDS = 10.0
+
+
+class Memory:
+    def __init__(
+        self,
+        settings: Settings,
+        store: Store,
+        embedder: Embedder,
+        core_model: CoreModel | None,
+    ) -> None:
+        self.settings = settings
+        # The SQL layer, for upkeep tools and tests; callers outside memory/ use the methods.
+        self.store = store
+        self._embedder = embedder
+        # The core model, when one is configured: the distiller's, lent to the LLM gate.
+        self.core_model = core_model
+        self._vectors = VectorIndexes(Path(settings.data_dir) / VECTORS_FOLDER, store, embedder)
+        self._worker = EmbeddingWorker(store, embedder, self._vectors)
+        self._retriever = Retriever(store, self._vectors, embedder)
+        self._writer = WritePath(
+            store,
+            make_distiller(settings, core_model),
+            debounce_seconds=settings.summary_debounce_seconds,
+            max_attempts=settings.distill_max_attempts,
+            identity_max_facts=settings.identity_max_facts,
+            assign_slots=assign_slots,
+        )
+        self._background: set[asyncio.Task[Any]] = set()
+        self._schedule: asyncio.Task[None] | None = None
+
+    @classmethod
+    async def open(
+        cls,
+        settings: Settings,
+        *,
+        http: JsonClient | None = None,
+        embedder: Embedder | None = None,
+        background: bool = True,
+    ) -> Memory:
+        """Open the memory under `settings.data_dir`. `http` reaches model servers (the core
+        model, a remote embedder); `embedder` overrides the configured one (tests). With
+        `background` the embedding worker, the debounced distillations and the
+        consolidation schedule run; without it nothing happens unless asked (`drain`)."""
+        if embedder is None:
+            embedder = make_embedder(
+                settings.embedding_backend,
+                model=settings.embedding_model,
+                url=settings.embedding_url or settings.upstream_url,
+                api_key=settings.upstream_api_key,
+                client=http,
+            )
+        # Weights loaded (or a remote model's size learned) now, not on the first chat.
+        await embedder.load()
+        store = await Store.open(settings.data_dir)
+        core = CoreModelClient(http, settings) if settings.core_model and http else None
+        memory = cls(settings, store, embedder, core)
+        if background:
+            memory._worker.start()
+            await memory._writer.start()
+            memory._start_consolidation()
+        return memory
+
+    async def close(self) -> None:
+        """Stop the schedule, let running work finish (briefly), distil what is pending,
+        write the vector indexes and close the database."""
+        if self._schedule is not None:
+            self._schedule.cancel()
+        if self._background:
+            await asyncio.wait(set(self._background), timeout=SHUTDOWN_DISTILL_SECONDS)
+        await self._writer.close(SHUTDOWN_DISTILL_SECONDS)
+        await self._worker.stop()
+        await self._vectors.flush()
+        await self.store.close()
+
+    # -- the write side ---------------------------------------------------------------------
+
+    async def record(
+        self, agent_id: str, session_key: str, turns: Sequence[tuple[int, Turn]]
+    ) -> int:
+        """Store a conversation's turns (index, turn) verbatim and queue them for
+        distillation; turns already stored are skipped. Returns how many were new."""
+        return await self._writer.record(agent_id, session_key, turns)
+
+    def record_soon(
+        self, agent_id: str, session_key: str, turns: Sequence[tuple[int, Turn]]
+    ) -> None:
+        """`record`, in the background: the caller (a chat reply) does not wait for it."""
+        self._spawn(self.record(agent_id, session_key, turns), "record a turn")
+
+    async def ingest(
+        self,
+        agent_id: str,
+        conversation_id: str,
+        turns: Sequence[Turn],
+        *,
+        session_date: datetime | None = None,
+        skip_extraction: bool = False,
+    ) -> IngestResult:
+        """Seed memory with a whole conversation and distil it now (awaited)."""
+        return await self._writer.ingest(
+            agent_id,
+            conversation_id,
+            turns,
+            session_date=session_date,
+            skip_extraction=skip_extraction,
+        )
+
+    # -- the read side ----------------------------------------------------------------------
+
+    async def search(
+        self,
+        agent_id: str,
+        query: str,
+        *,
+        kinds: Collection[Kind] | None = None,
+        top_k: int = 10,
+        days: float | None = None,
+        now: float | None = None,
+        recency_half_life_days: float | None = None,
+        mmr_lambda: float | None = DEFAULT_MMR_LAMBDA,
+        fusion: Fusion = DEFAULT_FUSION,
+    ) -> list[SearchResult]:
+        """The agent's items best matching `query` (hybrid BM25 + vectors), best first."""
+        return await self._retriever.search(
+            agent_id,
+            query,
+            kinds=kinds,
+            top_k=top_k,
+            days=days,
+            now=now,
+            recency_half_life_days=recency_half_life_days,
+            mmr_lambda=mmr_lambda,
+            fusion=fusion,
+        )
+
+    async def identity_facts(self, agent_id: str) -> list[Fact]:
+        """The agent's current identity facts, most salient first (at most
+        `identity_max_facts`)."""
+        facts = await self.store.current_facts(agent_id, "identity")
+        return facts[: self.settings.identity_max_facts]
+
+    async def entity_names(self, agent_id: str) -> list[str]:
+        """Names the agent's memory knows (people, places, projects), most mentioned first."""
+        return await self.store.entity_names(agent_id)
+
+    def note_used(self, agent_id: str, items: Iterable[tuple[Kind, int]]) -> None:
+        """Count that these items were put in front of the model (in the background)."""
+        used = [(item_type_of(kind), item_id) for kind, item_id in items]
+        if used:
+            self._spawn(self.store.bump_use(agent_id, used), "count memory use")
+
+    # -- upkeep ---------------------------------------------------------------------------
+
+    async def consolidate(self, agent_id: str | None = None) -> ConsolidationReport:
+        """One consolidation pass now, over one agent or all."""
+        return await consolidate(
+            self.store,
+            salience_floor=self.settings.salience_floor,
+            episode_retention_days=self.settings.episode_retention_days,
+            agent_id=agent_id,
+        )
+
+    async def agents(self) -> list[dict[str, Any]]:
+        """Every agent with its counts: current facts, live episodes, turns, last activity."""
+        return await self.store.agents_summary()
+
+    async def health(self) -> dict[str, Any]:
+        return {**await self.store.status(self._embedder.name), "status": "ok"}
+
+    async def drain(self) -> int:
+        """Embed everything still without a vector now (for callers that cannot wait for the
+        background worker); returns how many items were embedded."""
+        return await self._worker.drain()
+
+    # -- lifecycle --------------------------------------------------------------------------
+
+    def _start_consolidation(self) -> None:
+        """Consolidate every `consolidation_interval_hours` (0 turns it off)."""
+        hours = self.settings.consolidation_interval_hours
+        if hours > 0:
+            self._schedule = asyncio.get_running_loop().create_task(self._consolidate_every(hours))
+
+    async def _consolidate_every(self, hours: float) -> None:
+        while True:
+            await asyncio.sleep(hours * 3600)
+            try:
+                report = await self.consolidate()
+                log.info("consolidation: %s", report.as_dict())
+            except Exception:  # the next pass tries again; memory keeps serving
+                log.exception("consolidation failed")
+
+    def _spawn(self, work: Coroutine[Any, Any, Any], what: str) -> None:
+        task = asyncio.get_running_loop().create_task(work)
+        self._background.add(task)
+
+        def done(finished: asyncio.Task[Any]) -> None:
+            self._background.discard(finished)
+            if not finished.cancelled() and finished.exception() is not None:
+                log.error("memory could not %s: %r", what, finished.exception())
+
+        task.add_done_callback(done)
+
+
+def make_distiller(settings: Settings, core: CoreModel | None) -> Distiller:
+    if core is not None:
+        return LLMDistiller(core, timeout=settings.core_timeout_seconds)
+    return RuleDistiller()

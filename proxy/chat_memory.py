@@ -1,0 +1,83 @@
+"""Memory as the chat route sees it: read before forwarding, record after replying.
+
+Both directions fail open: a memory error forwards the request without memory (and is
+logged), and recording runs in the background, so the client never waits for memory.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from dataclasses import dataclass, field
+from typing import Any
+
+from mnemoproxy.config.settings import Settings
+from mnemoproxy.gate import ReadPath, memory_headers
+from mnemoproxy.memory import Memory, Turn
+from mnemoproxy.proxy.conversation import history_turns, session_fingerprint
+from mnemoproxy.proxy.sse import AssistantReply
+from mnemoproxy.proxy.upstream import Upstream
+
+log = logging.getLogger("mnemoproxy.memory")
+
+# The read path normally takes a few milliseconds; past this, the request goes on without.
+READ_PATH_TIMEOUT_SECONDS = 2.0
+
+
+@dataclass
+class MemoryPlan:
+    """What memory decided for one chat request: the body to forward (None = unchanged),
+    the response headers that say what was injected, and what to remember afterwards."""
+
+    agent_id: str
+    session_key: str
+    body: dict[str, Any] | None = None
+    headers: dict[str, str] = field(default_factory=dict)
+    request: dict[str, Any] = field(default_factory=dict)
+
+
+async def open_memory(settings: Settings, upstream: Upstream) -> tuple[Memory, ReadPath]:
+    """Memory (lent the upstream client for the core model and remote embeddings) and the
+    read path over it: what the app's lifespan opens when memory is enabled."""
+    memory = await Memory.open(settings, http=upstream)
+    try:
+        return memory, await ReadPath.open(settings, memory)
+    except BaseException:
+        await memory.close()
+        raise
+
+
+async def prepare(
+    read_path: ReadPath, agent_id: str, session_id: str | None, body: dict[str, Any]
+) -> MemoryPlan:
+    """The request with the agent's memory injected, or as it was when memory is not
+    needed or fails."""
+    messages = body["messages"]
+    plan = MemoryPlan(
+        agent_id=agent_id,
+        session_key=session_id or session_fingerprint(agent_id, messages),
+        request=body,
+    )
+    try:
+        result = await asyncio.wait_for(
+            read_path.prepare(agent_id, messages), READ_PATH_TIMEOUT_SECONDS
+        )
+    except Exception as exc:  # fail open: the chat must go through without memory
+        log.warning(
+            "memory read failed for agent %s, forwarding without memory: %r", agent_id, exc
+        )
+        plan.headers = memory_headers("error")
+        return plan
+    plan.headers = result.headers()
+    if result.messages is not None:
+        plan.body = {**body, "messages": result.messages}
+    return plan
+
+
+def remember(memory: Memory, plan: MemoryPlan, reply: AssistantReply) -> None:
+    """Record the turn just answered, and any earlier turns of the conversation memory never
+    saw, in the background."""
+    history, index, user_text = history_turns(plan.request["messages"])
+    turns = [(t.index, Turn(t.user, t.assistant)) for t in history]
+    turns.append((index, Turn(user_text, reply.as_text())))
+    memory.record_soon(plan.agent_id, plan.session_key, turns)
