@@ -16,7 +16,7 @@ import math
 import warnings
 from collections.abc import Callable
 
-from mnemoproxy.memory.embedders.base import LazyResource
+from mnemoproxy.lazy import LazyResource
 
 ENCODING_NAME = "o200k_base"
 

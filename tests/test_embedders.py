@@ -19,6 +19,7 @@ import numpy as np
 import pytest
 
 from mnemoproxy.errors import SettingError, UpstreamError, UpstreamTimeout
+from mnemoproxy.lazy import LazyResource
 from mnemoproxy.memory.embedders import (
     HashingEmbedder,
     LocalEmbedder,
@@ -27,7 +28,6 @@ from mnemoproxy.memory.embedders import (
     WordLlamaEmbedder,
     make_embedder,
 )
-from mnemoproxy.memory.embedders.base import LazyResource
 from mnemoproxy.memory.embedders.minilm import default_model_dir
 from mnemoproxy.proxy.upstream import Upstream
 from tests.proxy_server import make_settings

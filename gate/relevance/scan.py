@@ -29,7 +29,7 @@ from mnemoproxy.gate.relevance.cues import (
     TASK_OBJECTS,
     anchor_words,
 )
-from mnemoproxy.memory.embedders.base import LazyResource
+from mnemoproxy.lazy import LazyResource
 
 # Cues live in the opening request or the closing question of a pasted document;
 # scanning only these keeps a 10k-character message nearly as cheap as a short one.

@@ -3,13 +3,10 @@
 from __future__ import annotations
 
 import asyncio
-import threading
-from collections.abc import Callable, Sequence
-from typing import Generic, Protocol, TypeVar
+from collections.abc import Sequence
+from typing import Protocol
 
 import numpy as np
-
-_T = TypeVar("_T")
 
 
 class Embedder(Protocol):
@@ -57,25 +54,3 @@ def l2_normalise(vectors: np.ndarray) -> np.ndarray:
     np.maximum(norms, 1e-12, out=norms)
     vectors /= norms
     return vectors
-
-
-class LazyResource(Generic[_T]):
-    """Builds a heavy object on first use, once, even when several threads ask at once.
-
-    Keeps model loading out of import and construction time, so start-up stays fast and a
-    backend that is configured but never used costs nothing.
-    """
-
-    def __init__(self, build: Callable[[], _T]):
-        self._build = build
-        self._value: _T | None = None
-        self._lock = threading.Lock()
-
-    def get(self) -> _T:
-        value = self._value
-        if value is None:
-            with self._lock:
-                if self._value is None:
-                    self._value = self._build()
-                value = self._value
-        return value

@@ -10,7 +10,8 @@ from typing import Any
 import numpy as np
 
 from mnemoproxy.errors import SettingError
-from mnemoproxy.memory.embedders.base import LazyResource, LocalEmbedder, l2_normalise
+from mnemoproxy.lazy import LazyResource
+from mnemoproxy.memory.embedders.base import LocalEmbedder, l2_normalise
 
 
 def _package_dir() -> Path:

@@ -14,8 +14,8 @@ from dataclasses import dataclass
 from datetime import date, timedelta
 from typing import TYPE_CHECKING
 
+from mnemoproxy.lazy import LazyResource
 from mnemoproxy.memory.distill.rules.text import MONTHS, WEEKDAYS, pipeline
-from mnemoproxy.memory.embedders.base import LazyResource
 
 if TYPE_CHECKING:
     from spacy.matcher import Matcher

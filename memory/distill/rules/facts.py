@@ -10,11 +10,11 @@ from dataclasses import dataclass
 from datetime import date
 from typing import TYPE_CHECKING
 
+from mnemoproxy.lazy import LazyResource
 from mnemoproxy.memory.distill.rules import identity, pinned
 from mnemoproxy.memory.distill.rules.grammar import Rule, Trigger
 from mnemoproxy.memory.distill.rules.lexicon import HEDGES, QUESTION_OPENERS, words
 from mnemoproxy.memory.distill.rules.text import inside_quotes, parse, pipeline
-from mnemoproxy.memory.embedders.base import LazyResource
 from mnemoproxy.memory.models import FactDraft
 
 if TYPE_CHECKING:

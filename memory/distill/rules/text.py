@@ -10,8 +10,8 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING
 
+from mnemoproxy.lazy import LazyResource
 from mnemoproxy.memory.distill.rules.lexicon import CLAUSE_BREAKS
-from mnemoproxy.memory.embedders.base import LazyResource
 
 if TYPE_CHECKING:
     from spacy.language import Language
