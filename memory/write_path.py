@@ -19,10 +19,11 @@ from mnemoproxy.errors import MnemoError
 from mnemoproxy.memory.debounce import DebounceScheduler
 from mnemoproxy.memory.distill.breaker import CircuitBreaker
 from mnemoproxy.memory.distill.protocol import Distiller
-from mnemoproxy.memory.facts import KnownFact, plan_fact_updates
-from mnemoproxy.memory.models import Distillation, FactDraft, SessionInput, Turn
+from mnemoproxy.memory.facts import plan_fact_updates
+from mnemoproxy.memory.models import FactDraft, SessionInput, Turn
 from mnemoproxy.memory.redact import redact_secrets
 from mnemoproxy.memory.store import Store
+from mnemoproxy.memory.store.distillations import SessionDistillation
 
 log = logging.getLogger("mnemoproxy.write")
 
@@ -188,20 +189,42 @@ class WritePath:
         started = time.perf_counter()
         try:
             distillation = await self.distiller.distill(context)
-        except MnemoError as exc:
+        except MnemoError as exc:  # the core model's failure: the breaker counts it
             self.breaker.record_failure()
             return await self._failed(agent_id, session_id, ids, exc.message)
+        except Exception as exc:  # a distiller bug or input it cannot take
+            log.exception("distilling session %s of %s raised", session_id, agent_id)
+            return await self._failed(agent_id, session_id, ids, repr(exc))
         self.breaker.record_success()
-        outcome = await self._apply(agent_id, session_id, distillation, signals[0].at, turns)
-        outcome.turns = len(signals)
-        await self.store.mark_signals_done(agent_id, ids)
-        await self.store.mark_session_distilled(agent_id, session_id)
-        await self.store.log_event(
-            agent_id,
-            "distilled",
-            {**outcome.as_dict(), "seconds": round(time.perf_counter() - started, 3)},
-            session_id=session_id,
-        )
+        drafts = [*distillation.identity, *distillation.pinned]
+        first_at = signals[0].at
+        try:
+            if self.assign_slots is not None:
+                await self.assign_slots(drafts)
+            applied = await self.store.apply_distillation(
+                agent_id,
+                SessionDistillation(
+                    session_id=session_id,
+                    signal_ids=ids,
+                    started_at=first_at,
+                    ended_at=max((t.at.timestamp() for t in turns if t.at), default=first_at),
+                    episode=distillation.episode,
+                    facts=drafts,
+                ),
+                plan_facts=plan_fact_updates,
+                identity_max=self.identity_max_facts,
+                log_detail={
+                    "turns": len(signals),
+                    "seconds": round(time.perf_counter() - started, 3),
+                },
+            )
+        except Exception as exc:  # nothing of it was written: the session is tried again
+            log.exception("storing the distillation of session %s of %s failed",
+                          session_id, agent_id)
+            return await self._failed(agent_id, session_id, ids, repr(exc))
+        outcome = DistillOutcome("distilled", **asdict(applied), turns=len(signals))
+        if applied.episode_id is None and not drafts:
+            outcome.reason = "nothing worth remembering in this session"
         return outcome
 
     async def _failed(
@@ -234,64 +257,6 @@ class WritePath:
             wait,
         )
         return DistillOutcome("failed", reason, retry_in_seconds=wait)
-
-    async def _apply(
-        self,
-        agent_id: str,
-        session_id: int,
-        distillation: Distillation,
-        first_at: float,
-        turns: list[Turn],
-    ) -> DistillOutcome:
-        outcome = DistillOutcome("distilled")
-        last_at = max((t.at.timestamp() for t in turns if t.at), default=first_at)
-        if distillation.episode is not None and distillation.episode.summary.strip():
-            outcome.episode_id = await self.store.add_episode(
-                agent_id,
-                distillation.episode,
-                session_id=session_id,
-                started_at=first_at,
-                ended_at=last_at,
-            )
-            await self.store.upsert_entities(agent_id, distillation.episode.entities, last_at)
-        known = [
-            KnownFact(f.id, f.kind, f.slot, f.content)
-            for f in await self.store.current_facts(agent_id)
-        ]
-        drafts = [*distillation.identity, *distillation.pinned]
-        if self.assign_slots is not None:
-            await self.assign_slots(drafts)
-        for action in plan_fact_updates(drafts, known):
-            existing = action.existing_id
-            if action.action == "merge" and existing is not None:
-                if await self.store.merge_fact(
-                    agent_id, existing, salience=action.draft.salience, at=last_at
-                ):
-                    outcome.facts_merged += 1
-                    continue
-                existing = None  # evicted or superseded meanwhile: the restatement revives it
-            if action.action == "supersede" and existing is not None:
-                await self.store.supersede_fact(
-                    agent_id, existing, action.draft, source_session_id=session_id, at=last_at
-                )
-                outcome.facts_superseded += 1
-            else:
-                await self.store.insert_fact(
-                    agent_id, action.draft, source_session_id=session_id, at=last_at
-                )
-                outcome.facts_added += 1
-        outcome.identity_facts = await self._cap_identity(agent_id)
-        if outcome.episode_id is None and not drafts:
-            outcome.status = "distilled"
-            outcome.reason = "nothing worth remembering in this session"
-        return outcome
-
-    async def _cap_identity(self, agent_id: str) -> int:
-        """Keep at most identity_max_facts identity facts: the most salient, then newest."""
-        identity = await self.store.current_facts(agent_id, "identity")
-        for fact in identity[self.identity_max_facts :]:
-            await self.store.delete_fact(agent_id, fact.id)
-        return min(len(identity), self.identity_max_facts)
 
 
 def _ts(moment: datetime | None) -> float | None:

@@ -3,6 +3,7 @@ answers well, fenced, with garbage, or too slowly."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import signal
@@ -172,3 +173,56 @@ def test_signals_pending_at_a_crash_are_distilled_after_restart(fake_upstream, t
     finally:
         proc.terminate()
         proc.wait(20)
+
+
+async def test_a_distillation_is_written_whole_or_not_at_all(tmp_path, monkeypatch):
+    from mnemoproxy.memory import Memory, Turn
+    from mnemoproxy.memory.embedders import HashingEmbedder
+    from mnemoproxy.memory.store import distillations
+    from tests.proxy_server import make_settings
+
+    settings = make_settings(data_dir=str(tmp_path), embedding_backend="hashing")
+
+    async def opened(background: bool) -> Memory:
+        return await Memory.open(settings, embedder=HashingEmbedder(), background=background)
+
+    async def state(memory: Memory, session_key: str) -> tuple[int, dict[str, int], int]:
+        session_id, _ = await memory.store.session("ivy", session_key)
+        episodes = [e for e in await memory.store.recent_episodes("ivy", 10)
+                    if e.session_id == session_id]
+        counts = {f.content: f.source_count for f in await memory.store.current_facts("ivy")}
+        pending = len(await memory.store.pending_signals("ivy", session_id))
+        return len(episodes), counts, pending
+
+    memory = await opened(background=False)
+    first = await memory.ingest("ivy", "c1", [Turn("My name is Ivy and I live in Berlin.", "Hi")])
+    assert first.distillation.status == "distilled"
+    _, facts_before, _ = await state(memory, "c1")
+    assert facts_before and set(facts_before.values()) == {1}
+
+    # The power goes out after the episode, the entities and the facts are written, just
+    # before the session's signals would be marked done.
+    def power_cut(*args, **kwargs):
+        raise RuntimeError("power cut")
+
+    monkeypatch.setattr(distillations, "set_signal_status_rows", power_cut)
+    restated = [Turn("My name is Ivy and I live in Berlin. My cat is called Miso.", "Nice")]
+    crashed = await memory.ingest("ivy", "c2", restated)
+    assert crashed.distillation.status == "failed"
+    assert await state(memory, "c2") == (0, facts_before, 1)  # nothing of it was kept
+    await memory.close()  # its retry at shutdown fails the same way
+    monkeypatch.undo()
+
+    memory = await opened(background=True)  # the restart re-arms the pending session
+    try:
+        deadline = time.monotonic() + 10
+        while (await state(memory, "c2"))[2] and time.monotonic() < deadline:
+            await asyncio.sleep(0.05)
+        episodes, facts_after, pending = await state(memory, "c2")
+        assert (episodes, pending) == (1, 0)
+        assert all(facts_after[content] == 2 for content in facts_before)  # merged once
+        distilled = [e for e in await memory.store.processing_log("ivy")
+                     if e["event"] == "distilled"]
+        assert len(distilled) == 2  # c1 and c2, each once
+    finally:
+        await memory.close()

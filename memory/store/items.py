@@ -34,15 +34,7 @@ class ItemQueries(Database):
         self, agent_id: str, kind: str | None = None, slot: str | None = None
     ) -> list[Fact]:
         """The agent's live facts (not superseded, not deleted), most salient first."""
-        sql = f"SELECT * FROM facts WHERE agent_id = ? AND {_CURRENT}"
-        params: list[object] = [require_agent(agent_id)]
-        if kind is not None:
-            sql += " AND kind = ?"
-            params.append(kind)
-        if slot is not None:
-            sql += " AND slot = ?"
-            params.append(slot)
-        sql += " ORDER BY salience DESC, updated_at DESC, id"
+        sql, params = _current_facts_query(require_agent(agent_id), kind, slot)
         return [Fact.from_row(r) for r in await self._fetchall(sql, params)]
 
     async def fact(self, agent_id: str, fact_id: int) -> Fact | None:
@@ -64,7 +56,7 @@ class ItemQueries(Database):
         require_agent(agent_id)
         at = time.time() if at is None else at
         async with self._write() as db:
-            new_id = await _insert_fact(db, agent_id, draft, source_session_id, at)
+            new_id = await insert_fact_row(db, agent_id, draft, source_session_id, at)
         self.content_changed.set()
         return new_id
 
@@ -73,14 +65,11 @@ class ItemQueries(Database):
     ) -> bool:
         """A restatement of a current fact: one more source, the higher salience.
         False when the fact is not current (superseded or deleted meanwhile)."""
+        require_agent(agent_id)
         async with self._write() as db:
-            cursor = await db.execute(
-                "UPDATE facts SET source_count = source_count + 1, "
-                f"salience = MAX(salience, ?), updated_at = ? WHERE agent_id = ? AND id = ? "
-                f"AND {_CURRENT}",
-                (salience, time.time() if at is None else at, require_agent(agent_id), fact_id),
+            return await merge_fact_row(
+                db, agent_id, fact_id, salience, time.time() if at is None else at
             )
-            return cursor.rowcount == 1
 
     async def supersede_fact(
         self,
@@ -96,24 +85,17 @@ class ItemQueries(Database):
         require_agent(agent_id)
         at = time.time() if at is None else at
         async with self._write() as db:
-            new_id = await _insert_fact(db, agent_id, draft, source_session_id, at)
-            await db.execute(
-                f"UPDATE facts SET valid_to = ?, superseded_by = ?, updated_at = ? "
-                f"WHERE agent_id = ? AND id = ? AND {_CURRENT}",
-                (at, new_id, at, agent_id, old_fact_id),
+            new_id = await supersede_fact_row(
+                db, agent_id, old_fact_id, draft, source_session_id, at
             )
         self.content_changed.set()
         return new_id
 
     async def delete_fact(self, agent_id: str, fact_id: int, at: float | None = None) -> bool:
         """Soft-delete: the row stays for history, reads no longer see it."""
+        require_agent(agent_id)
         async with self._write() as db:
-            cursor = await db.execute(
-                "UPDATE facts SET deleted_at = ? WHERE agent_id = ? AND id = ? "
-                "AND deleted_at IS NULL",
-                (time.time() if at is None else at, require_agent(agent_id), fact_id),
-            )
-            return cursor.rowcount == 1
+            return await delete_fact_row(db, agent_id, fact_id, time.time() if at is None else at)
 
     # -- episodes -----------------------------------------------------------------------
 
@@ -130,21 +112,11 @@ class ItemQueries(Database):
         require_agent(agent_id)
         at = time.time() if at is None else at
         async with self._write() as db:
-            cursor = await db.execute(
-                "INSERT INTO episodes (agent_id, session_id, summary, topics_json, entities_json,"
-                " decisions_json, action_items_json, salience, started_at, ended_at, created_at)"
-                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
-                (
-                    agent_id, session_id, draft.summary, json.dumps(draft.topics),
-                    json.dumps(draft.entities), json.dumps(draft.decisions),
-                    json.dumps(draft.action_items), draft.salience, started_at,
-                    ended_at, at,
-                ),
+            episode_id = await insert_episode_row(
+                db, agent_id, draft, session_id, started_at, ended_at, at
             )
-            row = await cursor.fetchone()
-        assert row is not None
         self.content_changed.set()
-        return int(row[0])
+        return episode_id
 
     async def recent_episodes(self, agent_id: str, limit: int = 5) -> list[Episode]:
         rows = await self._fetchall(
@@ -182,16 +154,10 @@ class ItemQueries(Database):
         """Count a mention of each name; names match case-insensitively, first spelling kept."""
         require_agent(agent_id)
         at = time.time() if at is None else at
-        cleaned = [name.strip() for name in names if name and name.strip()]
-        if not cleaned:
+        if not any(name and name.strip() for name in names):
             return
         async with self._write() as db:
-            await db.executemany(
-                "INSERT INTO entities (agent_id, name, mention_count, first_seen, last_seen) "
-                "VALUES (?, ?, 1, ?, ?) ON CONFLICT (agent_id, name) DO UPDATE SET "
-                "mention_count = mention_count + 1, last_seen = MAX(last_seen, excluded.last_seen)",
-                [(agent_id, name, at, at) for name in cleaned],
-            )
+            await upsert_entity_rows(db, agent_id, names, at)
         self._entity_cache.pop(agent_id, None)  # the next read fetches the new names
 
     async def entity_names(self, agent_id: str) -> list[str]:
@@ -209,7 +175,11 @@ class ItemQueries(Database):
         return names
 
 
-async def _insert_fact(
+# -- one statement's worth of SQL on an open write transaction, shared by the methods above
+#    and by the distillation that applies many of them at once (store/distillations.py)
+
+
+async def insert_fact_row(
     db: aiosqlite.Connection,
     agent_id: str,
     draft: FactDraft,
@@ -228,3 +198,99 @@ async def _insert_fact(
     row = await cursor.fetchone()
     assert row is not None
     return int(row[0])
+
+
+async def merge_fact_row(
+    db: aiosqlite.Connection, agent_id: str, fact_id: int, salience: float, at: float
+) -> bool:
+    cursor = await db.execute(
+        "UPDATE facts SET source_count = source_count + 1, "
+        f"salience = MAX(salience, ?), updated_at = ? WHERE agent_id = ? AND id = ? "
+        f"AND {_CURRENT}",
+        (salience, at, agent_id, fact_id),
+    )
+    return cursor.rowcount == 1
+
+
+async def supersede_fact_row(
+    db: aiosqlite.Connection,
+    agent_id: str,
+    old_fact_id: int,
+    draft: FactDraft,
+    source_session_id: int | None,
+    at: float,
+) -> int:
+    new_id = await insert_fact_row(db, agent_id, draft, source_session_id, at)
+    await db.execute(
+        f"UPDATE facts SET valid_to = ?, superseded_by = ?, updated_at = ? "
+        f"WHERE agent_id = ? AND id = ? AND {_CURRENT}",
+        (at, new_id, at, agent_id, old_fact_id),
+    )
+    return new_id
+
+
+async def delete_fact_row(db: aiosqlite.Connection, agent_id: str, fact_id: int, at: float) -> bool:
+    cursor = await db.execute(
+        "UPDATE facts SET deleted_at = ? WHERE agent_id = ? AND id = ? AND deleted_at IS NULL",
+        (at, agent_id, fact_id),
+    )
+    return cursor.rowcount == 1
+
+
+async def current_fact_rows(
+    db: aiosqlite.Connection, agent_id: str, kind: str | None = None
+) -> list[Fact]:
+    cursor = await db.execute(*_current_facts_query(agent_id, kind, None))
+    return [Fact.from_row(row) for row in await cursor.fetchall()]
+
+
+def _current_facts_query(
+    agent_id: str, kind: str | None, slot: str | None
+) -> tuple[str, list[object]]:
+    sql = f"SELECT * FROM facts WHERE agent_id = ? AND {_CURRENT}"
+    params: list[object] = [agent_id]
+    if kind is not None:
+        sql += " AND kind = ?"
+        params.append(kind)
+    if slot is not None:
+        sql += " AND slot = ?"
+        params.append(slot)
+    return sql + " ORDER BY salience DESC, updated_at DESC, id", params
+
+
+async def insert_episode_row(
+    db: aiosqlite.Connection,
+    agent_id: str,
+    draft: EpisodeDraft,
+    session_id: int | None,
+    started_at: float | None,
+    ended_at: float | None,
+    at: float,
+) -> int:
+    cursor = await db.execute(
+        "INSERT INTO episodes (agent_id, session_id, summary, topics_json, entities_json,"
+        " decisions_json, action_items_json, salience, started_at, ended_at, created_at)"
+        " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
+        (
+            agent_id, session_id, draft.summary, json.dumps(draft.topics),
+            json.dumps(draft.entities), json.dumps(draft.decisions),
+            json.dumps(draft.action_items), draft.salience, started_at, ended_at, at,
+        ),
+    )
+    row = await cursor.fetchone()
+    assert row is not None
+    return int(row[0])
+
+
+async def upsert_entity_rows(
+    db: aiosqlite.Connection, agent_id: str, names: Sequence[str], at: float
+) -> None:
+    """Count a mention of each name; names match case-insensitively, first spelling kept."""
+    cleaned = [name.strip() for name in names if name and name.strip()]
+    if cleaned:
+        await db.executemany(
+            "INSERT INTO entities (agent_id, name, mention_count, first_seen, last_seen) "
+            "VALUES (?, ?, 1, ?, ?) ON CONFLICT (agent_id, name) DO UPDATE SET "
+            "mention_count = mention_count + 1, last_seen = MAX(last_seen, excluded.last_seen)",
+            [(agent_id, name, at, at) for name in cleaned],
+        )

@@ -12,6 +12,7 @@ import aiosqlite
 from mnemoproxy.memory.models import Turn
 from mnemoproxy.memory.store.db import Database, require_agent
 from mnemoproxy.memory.store.records import PendingSignal, TranscriptMessage
+from mnemoproxy.memory.store.sessions import touch_session
 
 
 class TurnQueries(Database):
@@ -33,7 +34,7 @@ class TurnQueries(Database):
             )
             added = cursor.rowcount  # summed over the statements; ignored rows count 0
             last = max(m.at for m in messages)
-            await _touch_session(db, agent_id, session_id, last)
+            await touch_session(db, agent_id, session_id, last)
         if added:
             self.content_changed.set()
         return added
@@ -82,7 +83,7 @@ class TurnQueries(Database):
                     "turn_index, user_text, assistant_text, at) VALUES (?, ?, ?, ?, ?, ?)",
                     [(agent_id, session_id, i, t.user, t.assistant, at) for i, t, at in fresh],
                 )
-            await _touch_session(db, agent_id, session_id, last)
+            await touch_session(db, agent_id, session_id, last)
         if new_turns:
             self.content_changed.set()
         return new_turns
@@ -127,7 +128,7 @@ class TurnQueries(Database):
                 (agent_id, session_id, turn_index, user_text, assistant_text, at),
             )
             added = cursor.rowcount == 1
-            await _touch_session(db, agent_id, session_id, at)
+            await touch_session(db, agent_id, session_id, at)
         return added
 
     async def pending_signals(self, agent_id: str, session_id: int) -> list[PendingSignal]:
@@ -173,32 +174,22 @@ class TurnQueries(Database):
         self, agent_id: str, signal_ids: Sequence[int], status: str, error: str | None
     ) -> None:
         require_agent(agent_id)
-        marks = _placeholders(signal_ids)
         async with self._write() as db:
-            await db.execute(
-                f"UPDATE pending_signals SET status = ?, last_error = COALESCE(?, last_error) "
-                f"WHERE agent_id = ? AND id IN ({marks})",
-                (status, error, agent_id, *signal_ids),
-            )
+            await set_signal_status_rows(db, agent_id, signal_ids, status, error)
 
 
-async def upsert_agent(db: aiosqlite.Connection, agent_id: str, at: float) -> None:
-    await db.execute(
-        "INSERT INTO agents (id, created_at, last_active) VALUES (?, ?, ?) "
-        "ON CONFLICT (id) DO UPDATE SET last_active = MAX(last_active, excluded.last_active)",
-        (agent_id, at, at),
-    )
-
-
-async def _touch_session(
-    db: aiosqlite.Connection, agent_id: str, session_id: int, at: float
+async def set_signal_status_rows(
+    db: aiosqlite.Connection,
+    agent_id: str,
+    signal_ids: Sequence[int],
+    status: str,
+    error: str | None,
 ) -> None:
     await db.execute(
-        "UPDATE sessions SET last_turn_at = MAX(COALESCE(last_turn_at, 0), ?) "
-        "WHERE agent_id = ? AND id = ?",
-        (at, agent_id, session_id),
+        f"UPDATE pending_signals SET status = ?, last_error = COALESCE(?, last_error) "
+        f"WHERE agent_id = ? AND id IN ({_placeholders(signal_ids)})",
+        (status, error, agent_id, *signal_ids),
     )
-    await upsert_agent(db, agent_id, at)
 
 
 def _placeholders(values: Sequence[Any]) -> str:

@@ -1,0 +1,118 @@
+"""Store SQL for applying one session's distillation: all of it in one write transaction.
+
+The episode, its entities, every fact merged, superseded or added, the identity cap, the
+session's signals marked done and the log entry are committed together or not at all: a
+crash half-way leaves the signals pending, and the session is distilled again from
+scratch, never twice over (a duplicate episode, facts counted twice).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from mnemoproxy.memory.facts import FactAction, KnownFact
+from mnemoproxy.memory.models import EpisodeDraft, FactDraft
+from mnemoproxy.memory.store.db import require_agent
+from mnemoproxy.memory.store.items import (
+    ItemQueries,
+    current_fact_rows,
+    delete_fact_row,
+    insert_episode_row,
+    insert_fact_row,
+    merge_fact_row,
+    supersede_fact_row,
+    upsert_entity_rows,
+)
+from mnemoproxy.memory.store.sessions import log_event_row, mark_session_distilled_row
+from mnemoproxy.memory.store.turns import set_signal_status_rows
+
+# Decides, against the agent's current facts, what each new fact does (memory/facts.py).
+FactPlanner = Callable[[Sequence[FactDraft], Sequence[KnownFact]], list[FactAction]]
+DISTILLED_EVENT = "distilled"
+
+
+@dataclass
+class SessionDistillation:
+    """What one distillation writes: the session, the signals it consumed, when the session
+    happened, its episode and its facts (slots already assigned)."""
+
+    session_id: int
+    signal_ids: list[int]
+    started_at: float
+    ended_at: float
+    episode: EpisodeDraft | None
+    facts: list[FactDraft]
+
+
+@dataclass
+class AppliedDistillation:
+    episode_id: int | None = None
+    facts_added: int = 0
+    facts_merged: int = 0
+    facts_superseded: int = 0
+    identity_facts: int = 0
+
+
+class DistillationQueries(ItemQueries):
+    async def apply_distillation(
+        self,
+        agent_id: str,
+        distillation: SessionDistillation,
+        *,
+        plan_facts: FactPlanner,
+        identity_max: int,
+        log_detail: dict[str, Any] | None = None,
+    ) -> AppliedDistillation:
+        """Write `distillation` in one transaction and log it (with `log_detail`); the
+        facts are planned against the current facts read inside that transaction, so no
+        write in between can be missed."""
+        require_agent(agent_id)
+        d = distillation
+        applied = AppliedDistillation()
+        now = time.time()
+        async with self._write() as db:
+            if d.episode is not None and d.episode.summary.strip():
+                applied.episode_id = await insert_episode_row(
+                    db, agent_id, d.episode, d.session_id, d.started_at, d.ended_at, now
+                )
+                await upsert_entity_rows(db, agent_id, d.episode.entities, d.ended_at)
+            known = [
+                KnownFact(f.id, f.kind, f.slot, f.content)
+                for f in await current_fact_rows(db, agent_id)
+            ]
+            for action in plan_facts(d.facts, known):
+                existing = action.existing_id
+                if action.action == "merge" and existing is not None:
+                    salience = action.draft.salience
+                    if await merge_fact_row(db, agent_id, existing, salience, d.ended_at):
+                        applied.facts_merged += 1
+                        continue
+                    existing = None  # gone meanwhile: the restatement revives it
+                if action.action == "supersede" and existing is not None:
+                    await supersede_fact_row(
+                        db, agent_id, existing, action.draft, d.session_id, d.ended_at
+                    )
+                    applied.facts_superseded += 1
+                else:
+                    await insert_fact_row(db, agent_id, action.draft, d.session_id, d.ended_at)
+                    applied.facts_added += 1
+            # At most identity_max identity facts: the most salient, then the newest.
+            identity = await current_fact_rows(db, agent_id, "identity")
+            for fact in identity[identity_max:]:
+                await delete_fact_row(db, agent_id, fact.id, now)
+            applied.identity_facts = min(len(identity), identity_max)
+            await set_signal_status_rows(db, agent_id, d.signal_ids, "done", None)
+            await mark_session_distilled_row(db, agent_id, d.session_id, now)
+            await log_event_row(
+                db, agent_id, DISTILLED_EVENT,
+                {**{k: v for k, v in asdict(applied).items() if v is not None},
+                 **(log_detail or {})},
+                d.session_id, now,
+            )
+        if applied.episode_id is not None or applied.facts_added or applied.facts_superseded:
+            self.content_changed.set()
+        self._entity_cache.pop(agent_id, None)
+        return applied
