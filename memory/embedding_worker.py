@@ -112,8 +112,11 @@ class EmbeddingWorker:
         changed = self.store.content_changed
         last_flush = time.monotonic()
         while True:
+            # asyncio.timeout, not wait_for: on 3.11 wait_for can swallow a cancellation
+            # that arrives as its timeout fires, and stop() then waits a whole FLUSH_SECONDS.
             with contextlib.suppress(TimeoutError):  # a quiet spell: time to flush
-                await asyncio.wait_for(changed.wait(), FLUSH_SECONDS)
+                async with asyncio.timeout(FLUSH_SECONDS):
+                    await changed.wait()
             changed.clear()
             try:
                 await self._embed_pending()

@@ -59,9 +59,8 @@ async def prepare(
         request=body,
     )
     try:
-        result = await asyncio.wait_for(
-            read_path.prepare(agent_id, messages), READ_PATH_TIMEOUT_SECONDS
-        )
+        async with asyncio.timeout(READ_PATH_TIMEOUT_SECONDS):
+            result = await read_path.prepare(agent_id, messages)
     except Exception as exc:  # fail open: the chat must go through without memory
         log.warning(
             "memory read failed for agent %s, forwarding without memory: %r", agent_id, exc

@@ -341,3 +341,13 @@ def test_consolidation_on_demand(memory_proxy):
     assert {"facts_evicted", "episodes_merged", "episodes_pruned", "facts_promoted"} <= set(report)
     everyone = httpx.post(memory_proxy.url + "/memory/consolidate")
     assert everyone.status_code == 200
+
+
+def test_the_api_scope_words_are_memorys():
+    from typing import get_args
+
+    from mnemoproxy.memory import KINDS, SCOPES
+    from mnemoproxy.proxy.memory_api import Scope
+
+    assert set(get_args(Scope)) == set(SCOPES)
+    assert {kind for kinds in SCOPES.values() for kind in kinds} == set(KINDS)
