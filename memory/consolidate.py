@@ -8,15 +8,17 @@ transaction (the chat path's inserts never wait long) and is idempotent on its o
    records the promotion and later passes leave the fact alone.
 2. Decay and evict. A fact's effective salience is
        salience * 0.5 ** (days since its base time / half-life)
-   where the base time is its last reinforcement, max(updated_at, last_used): a
-   restatement moves updated_at, being surfaced moves last_used. It is computed from the
+   where the base time is its latest sign of life, max(created_at, updated_at, last_used):
+   storing it (an old history imported today is new to memory), a restatement (which only
+   ever moves updated_at forward) or being surfaced. It is computed from the
    stored salience at each pass and never written back, so passes do not compound.
    Pinned facts have a half-life of PINNED_HALF_LIFE_DAYS; confirmed ones (source_count >=
    CONFIRMED_SOURCES or use_count >= CONFIRMED_USES) decay at half that speed; identity
    facts do not decay. Current pinned facts whose effective salience is below
    `salience_floor` are soft-deleted (deleted_at): no read returns them any more.
-3. Prune. Episodes that ended (else were created) more than `episode_retention_days` ago
-   are soft-deleted. The verbatim transcript is left alone: it is the record memory was
+3. Prune. Episodes whose session ended, whose storage and whose last use are all more
+   than `episode_retention_days` ago are soft-deleted: retention counts from when memory
+   got or last used an episode, so importing an old history does not prune it at once. The verbatim transcript is left alone: it is the record memory was
    distilled from, and transcript search still reaches old conversations.
 4. Merge. Among the remaining episodes, taken in the order they happened, one whose
    summary is a near-duplicate of an episode kept so far (Jaccard >= 0.8 of their

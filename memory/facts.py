@@ -28,6 +28,7 @@ class KnownFact:
     kind: str
     slot: str | None
     content: str
+    since: float = 0.0  # when the statement it records was made (valid_from)
 
 
 @dataclass(frozen=True)

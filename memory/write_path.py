@@ -43,6 +43,7 @@ class DistillOutcome:
     facts_added: int = 0
     facts_merged: int = 0
     facts_superseded: int = 0
+    facts_historical: int = 0
     identity_facts: int = 0
     turns: int = 0
     retry_in_seconds: float | None = None

@@ -41,7 +41,8 @@ async def run(store: Store, agent_id: str | None = None, now: float = NOW):
 async def pinned(store: Store, content: str, *, days_ago: float, salience: float = 0.5,
                  agent: str = "agent", kind: FactKind = "pinned") -> int:
     draft = FactDraft(content, kind=kind, salience=salience)
-    return await store.insert_fact(agent, draft, at=NOW - days_ago * DAY)
+    at = NOW - days_ago * DAY
+    return await store.insert_fact(agent, draft, at=at, stored_at=at)
 
 
 async def episode(store: Store, summary: str, *, days_ago: float, agent: str = "agent",

@@ -351,3 +351,40 @@ def test_the_api_scope_words_are_memorys():
 
     assert set(get_args(Scope)) == set(SCOPES)
     assert {kind for kinds in SCOPES.values() for kind in kinds} == set(KINDS)
+
+
+def _ingest(server, agent: str, conversation: str, date: str, user: str) -> dict:
+    response = post(server, "/memory/ingest", {
+        "agent_id": agent, "conversation_id": conversation, "session_date": date,
+        "turns": [{"user": user, "assistant": "Noted."}],
+    })
+    assert response.status_code == 200, response.text
+    return response.json()["distillation"]
+
+
+def test_an_older_contradicting_session_is_history_not_the_current_value(memory_proxy):
+    _ingest(memory_proxy, "olga", "recent", "2024-06-01", "I live in Lisbon.")
+    older = _ingest(memory_proxy, "olga", "years-ago", "2020-03-01", "I live in Berlin.")
+    assert older["facts_historical"] == 1 and older.get("facts_superseded", 0) == 0
+    facts = [r["text"] for r in search(memory_proxy, "olga", "where does the user live",
+                                       scope="pinned")]
+    assert "User lives in Lisbon" in facts and "User lives in Berlin" not in facts
+    preview = post(memory_proxy, "/memory/preview", {
+        "agent_id": "olga", "messages": [{"role": "user", "content": "Where do I live?"}]
+    }).json()
+    assert "User lives in Lisbon" in preview["block"]
+    assert "User lives in Berlin" not in preview["block"]
+
+
+def test_backdated_sessions_neither_age_nor_prune_what_memory_holds(memory_proxy):
+    _ingest(memory_proxy, "pia", "recent", "2024-06-01", "I love green tea.")
+    restated = _ingest(memory_proxy, "pia", "old", "2019-01-01", "I love green tea.")
+    assert restated["facts_merged"] == 1
+    report = post(memory_proxy, "/memory/consolidate", {"agent_id": "pia"}).json()
+    assert report["facts_evicted"] == 0 and report["episodes_pruned"] == 0
+    assert report["episodes_merged"] == 1  # the two sessions said the same thing
+    agents = {a["id"]: a for a in httpx.get(memory_proxy.url + "/agents").json()["agents"]}
+    assert agents["pia"]["facts"] == 1 and agents["pia"]["episodes"] == 1
+    assert search(memory_proxy, "pia", "green tea", scope="pinned")[0]["text"] == (
+        "User loves green tea"
+    )

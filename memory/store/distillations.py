@@ -53,6 +53,7 @@ class AppliedDistillation:
     facts_added: int = 0
     facts_merged: int = 0
     facts_superseded: int = 0
+    facts_historical: int = 0  # older than the current value they contradict: kept as history
     identity_facts: int = 0
 
 
@@ -80,9 +81,10 @@ class DistillationQueries(ItemQueries):
                 )
                 await upsert_entity_rows(db, agent_id, d.episode.entities, d.ended_at)
             known = [
-                KnownFact(f.id, f.kind, f.slot, f.content)
+                KnownFact(f.id, f.kind, f.slot, f.content, f.valid_from)
                 for f in await current_fact_rows(db, agent_id)
             ]
+            since = {fact.id: fact.since for fact in known}
             for action in plan_facts(d.facts, known):
                 existing = action.existing_id
                 if action.action == "merge" and existing is not None:
@@ -92,6 +94,15 @@ class DistillationQueries(ItemQueries):
                         continue
                     existing = None  # gone meanwhile: the restatement revives it
                 if action.action == "supersede" and existing is not None:
+                    if d.ended_at < since.get(existing, 0.0):
+                        # An older statement ("I live in Berlin" from a session before the
+                        # one that said Lisbon) is history, never the current value.
+                        await insert_fact_row(
+                            db, agent_id, action.draft, d.session_id, d.ended_at,
+                            valid_to=since[existing], superseded_by=existing,
+                        )
+                        applied.facts_historical += 1
+                        continue
                     await supersede_fact_row(
                         db, agent_id, existing, action.draft, d.session_id, d.ended_at
                     )

@@ -52,11 +52,15 @@ class ItemQueries(Database):
         *,
         source_session_id: int | None = None,
         at: float | None = None,
+        stored_at: float | None = None,
     ) -> int:
+        """A fact stated at `at` (default now), stored at `stored_at` (default now)."""
         require_agent(agent_id)
         at = time.time() if at is None else at
         async with self._write() as db:
-            new_id = await insert_fact_row(db, agent_id, draft, source_session_id, at)
+            new_id = await insert_fact_row(
+                db, agent_id, draft, source_session_id, at, stored_at=stored_at
+            )
         self.content_changed.set()
         return new_id
 
@@ -185,14 +189,21 @@ async def insert_fact_row(
     draft: FactDraft,
     source_session_id: int | None,
     at: float,
+    *,
+    stored_at: float | None = None,
+    valid_to: float | None = None,
+    superseded_by: int | None = None,
 ) -> int:
+    """A fact stated at `at` (valid_from and its last reinforcement), stored at `stored_at`
+    (created_at; default now). With `valid_to` it is inserted as history straight away."""
     cursor = await db.execute(
         "INSERT INTO facts (agent_id, kind, slot, content, tags_json, salience, valid_from, "
-        "source_session_id, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
-        "RETURNING id",
+        "valid_to, superseded_by, source_session_id, created_at, updated_at) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
         (
             agent_id, draft.kind, draft.slot, draft.content, json.dumps(draft.tags),
-            draft.salience, at, source_session_id, at, at,
+            draft.salience, at, valid_to, superseded_by, source_session_id,
+            time.time() if stored_at is None else stored_at, at,
         ),
     )
     row = await cursor.fetchone()
@@ -203,10 +214,12 @@ async def insert_fact_row(
 async def merge_fact_row(
     db: aiosqlite.Connection, agent_id: str, fact_id: int, salience: float, at: float
 ) -> bool:
+    """One more source for a fact; its last reinforcement (updated_at) only moves forward,
+    so a restatement from an older session never ages the fact."""
     cursor = await db.execute(
         "UPDATE facts SET source_count = source_count + 1, "
-        f"salience = MAX(salience, ?), updated_at = ? WHERE agent_id = ? AND id = ? "
-        f"AND {_CURRENT}",
+        f"salience = MAX(salience, ?), updated_at = MAX(updated_at, ?) "
+        f"WHERE agent_id = ? AND id = ? AND {_CURRENT}",
         (salience, at, agent_id, fact_id),
     )
     return cursor.rowcount == 1

@@ -21,8 +21,9 @@ from mnemoproxy.memory.store.db import Database, require_agent
 SalienceNow = Callable[[str, float, float, int, int], float]
 
 _CURRENT_PINNED = "kind = 'pinned' AND valid_to IS NULL AND deleted_at IS NULL"
-# A fact was last reinforced when restated (updated_at) or surfaced (last_used).
-_BASE_TIME = "MAX(updated_at, COALESCE(last_used, updated_at))"
+# A fact ages from its latest sign of life: stored (created_at), restated (updated_at) or
+# surfaced (last_used). Storage counts because an imported old history is new to memory.
+_BASE_TIME = "MAX(updated_at, created_at, COALESCE(last_used, updated_at))"
 _SALIENCE_FUNCTION = "salience_now"
 # Columns of an episode that a merge combines.
 _MERGED = (
@@ -78,11 +79,14 @@ class MaintenanceQueries(Database):
         )
 
     async def prune_episodes(self, agent_id: str, *, ended_before: float, at: float) -> list[int]:
-        """Soft-delete the live episodes that ended (else were created) before `ended_before`."""
+        """Soft-delete the live episodes whose session ended, whose storage and whose last
+        use are all before `ended_before`: an old conversation imported today, or one still
+        being recalled, is kept."""
         async with self._write() as db:
             cursor = await db.execute(
                 "UPDATE episodes SET deleted_at = ? WHERE agent_id = ? AND deleted_at IS NULL "
-                "AND COALESCE(ended_at, created_at) < ? RETURNING id",
+                "AND MAX(COALESCE(ended_at, created_at), created_at, COALESCE(last_used, 0)) < ? "
+                "RETURNING id",
                 (at, require_agent(agent_id), ended_before),
             )
             return sorted(r[0] for r in await cursor.fetchall())
