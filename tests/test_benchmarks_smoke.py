@@ -4,7 +4,10 @@ they claim (memory questions inject, plain prompts do not, ingested turns get em
 
 from __future__ import annotations
 
-from tests.benchmarks import bench_ingest, bench_read_path
+import pytest
+
+from tests.benchmarks import bench_ingest, bench_read_path, eval_memory, locomo
+from tests.benchmarks.blackbox import fenced_block
 from tests.benchmarks.report import markdown
 
 
@@ -42,3 +45,39 @@ def test_figures_render_as_markdown_tables() -> None:
     assert "| stream | 1.23 |" in lines
     assert "| json | 250 |" in lines
     assert "| bm25 | 0.50 |" in lines
+
+
+@pytest.mark.skipif(not locomo.available(), reason=locomo.unavailable_message())
+def test_memory_eval_reads_blocks_through_the_http_api_and_leaves_memory_as_ingested() -> None:
+    figures = eval_memory.main(
+        ["--datasets", "locomo", "--modes", "transcript", "--limit", "1", "--out", ""]
+    )
+
+    [overall] = figures["summary"]
+    assert overall["questions"] == 4  # one per category 1-4
+    assert overall["got_memory"] > 0
+    assert 0 < overall["evidence_mean"] <= 1
+    assert overall["deadline_misses"] == 0
+    [run] = figures["runs"]
+    assert run["transcript_messages"] == 2 * run["turns"]
+    assert run["messages_added_by_asking"] == 0
+
+
+def test_memory_eval_finds_the_block_wherever_it_was_injected() -> None:
+    inside = "\n- [2024-05-08] user: I live in Berlin\n"
+    block = f"<recalled_memory>{inside}</recalled_memory>"
+    as_prefix = [{"role": "user", "content": f"{block}\n\nWhere do I live?"}]
+    as_system = [{"role": "system", "content": [{"type": "text", "text": block}]},
+                 {"role": "user", "content": "Where do I live?"}]
+
+    assert fenced_block(as_prefix) == fenced_block(as_system) == inside
+    assert fenced_block([{"role": "user", "content": "Where do I live?"}]) is None
+
+
+def test_memory_eval_matches_evidence_by_sentence_openings_of_some_length() -> None:
+    text = "Thanks!  By the way, I moved to Paris last spring with my two cats and a piano."
+
+    assert eval_memory.sentence_excerpts(text) == (
+        "by the way, i moved to paris last spring with my two cats an",
+    )
+    assert eval_memory.sentence_excerpts("Thanks! Sure.") == ("thanks! sure.",)
