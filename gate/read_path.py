@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -35,8 +34,6 @@ class MemoryReader(Protocol):
 
     async def entity_names(self, agent_id: str) -> list[str]: ...
 
-    def note_used(self, agent_id: str, items: Iterable[tuple[Kind, int]]) -> None: ...
-
 
 def memory_headers(section: str, tokens: int = 0, items: int = 0) -> dict[str, str]:
     """The response headers that tell a client what memory did for its request."""
@@ -52,6 +49,11 @@ class ReadResult:
     decision: GateDecision
     block: MemoryBlock | None = None
     messages: list[dict[str, Any]] | None = None  # the messages to forward, when injected
+
+    @property
+    def used(self) -> list[tuple[Kind, int]]:
+        """The items the block puts in front of the model (their use counts go up)."""
+        return [(item.kind, item.item_id) for item in self.block.items] if self.block else []
 
     def headers(self) -> dict[str, str]:
         if self.block is None:
@@ -127,7 +129,6 @@ class ReadPath:
         block = self.planner.plan(identity, await results(), decision, now)
         if block is None:
             return ReadResult(decision)
-        self.memory.note_used(agent_id, [(item.kind, item.item_id) for item in block.items])
         return ReadResult(decision, block, inject(messages, block.text, self.injection))
 
 

@@ -18,8 +18,9 @@ transaction (the chat path's inserts never wait long) and is idempotent on its o
    `salience_floor` are soft-deleted (deleted_at): no read returns them any more.
 3. Prune. Episodes whose session ended, whose storage and whose last use are all more
    than `episode_retention_days` ago are soft-deleted: retention counts from when memory
-   got or last used an episode, so importing an old history does not prune it at once. The verbatim transcript is left alone: it is the record memory was
-   distilled from, and transcript search still reaches old conversations.
+   got or last used an episode, so importing an old history does not prune it at once.
+   The verbatim transcript is left alone: it is the record memory was distilled from,
+   and transcript search still reaches old conversations.
 4. Merge. Among the remaining episodes, taken in the order they happened, one whose
    summary is a near-duplicate of an episode kept so far (Jaccard >= 0.8 of their
    normalised word sets) is folded into the earliest such episode (union of topics,

@@ -70,7 +70,7 @@ async def chat_completions(
     plan = None
     memory, read_path = services.memory, services.read_path
     if agent_id and memory is not None and read_path is not None:
-        plan = await prepare(read_path, agent_id, session_id, body)
+        plan = await prepare(memory, read_path, agent_id, session_id, body)
         if plan.body is not None:
             raw = json.dumps(plan.body, ensure_ascii=False).encode()
 

@@ -48,7 +48,11 @@ async def open_memory(settings: Settings, upstream: Upstream) -> tuple[Memory, R
 
 
 async def prepare(
-    read_path: ReadPath, agent_id: str, session_id: str | None, body: dict[str, Any]
+    memory: Memory,
+    read_path: ReadPath,
+    agent_id: str,
+    session_id: str | None,
+    body: dict[str, Any],
 ) -> MemoryPlan:
     """The request with the agent's memory injected, or as it was when memory is not
     needed or fails."""
@@ -70,6 +74,7 @@ async def prepare(
     plan.headers = result.headers()
     if result.messages is not None:
         plan.body = {**body, "messages": result.messages}
+        memory.note_used(agent_id, result.used)
     return plan
 
 
