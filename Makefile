@@ -37,8 +37,8 @@ lint: install ## ruff and mypy
 bench: install ## run tests/benchmarks and write BENCHMARKS.md
 	$(PY) -m tests.benchmarks.run_all $(ARGS)
 
-eval: install ## run the LoCoMo evaluation and write EVAL.md
-	$(PY) -m tests.benchmarks.eval_locomo $(ARGS)
+eval: install ## memory quality through the HTTP API (LongMemEval, LoCoMo, generic prompts): EVAL.md
+	$(PY) -m tests.benchmarks.eval_memory $(ARGS)
 
 clean: ## remove the virtualenv and caches
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache *.egg-info

@@ -20,7 +20,7 @@ MAX_TERMS = 48
 # every term are scored, or else the latest matches (store/retrieval.py, bm25_candidates).
 # Ranking is exact while no query term matches more documents than this. Measured with
 # tests/benchmarks/bench_search.py, bench_read_path.py (latency at 100k items),
-# bench_retrieval.py --haystack and eval_locomo.py (recall).
+# bench_retrieval.py --haystack and eval_memory.py (recall).
 MATCH_BUDGET = 500
 # The terms of one query together may match this many times a term's budget: measured on
 # LoCoMo (make eval), a budget on the sum alone dropped informative terms in mid-sized

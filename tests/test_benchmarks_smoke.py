@@ -74,10 +74,14 @@ def test_memory_eval_finds_the_block_wherever_it_was_injected() -> None:
     assert fenced_block([{"role": "user", "content": "Where do I live?"}]) is None
 
 
-def test_memory_eval_matches_evidence_by_sentence_openings_of_some_length() -> None:
-    text = "Thanks!  By the way, I moved to Paris last spring with my two cats and a piano."
-
-    assert eval_memory.sentence_excerpts(text) == (
-        "by the way, i moved to paris last spring with my two cats an",
+def test_memory_eval_finds_evidence_by_any_sixty_character_excerpt() -> None:
+    turn = eval_memory.Evidence(eval_memory.norm(
+        "Thanks!  By the way, I moved to Paris last spring with my two cats and a piano."
+    ))
+    block = eval_memory.norm(
+        "- user: … the way, I moved to Paris last spring with my two cats and a piano."
     )
-    assert eval_memory.sentence_excerpts("Thanks! Sure.") == ("thanks! sure.",)
+
+    assert turn.found(block)
+    assert not turn.found(eval_memory.norm("- user: I moved to Paris last spring."))
+    assert eval_memory.Evidence("thanks! sure.").found("user: thanks! sure. bye")

@@ -59,16 +59,12 @@ ROOT = Path(__file__).resolve().parents[2]
 VICUNA_PATH = ROOT.parent / "shared" / "eval-data" / "vicuna_questions.jsonl"
 DATASETS = ("longmemeval", "locomo", "generic")
 MODES = {"transcript": ("transcript only", True), "distilled": ("with distillation", False)}
+# An evidence turn is in the block when any stretch of this many of its characters is
+# (the data's own definition: "a 60-character excerpt inside what the upstream received"),
+# so a block that quotes the part of a long message that matters counts.
 EXCERPT_CHARS = 60
-# A sentence shorter than this ("Do you have any recommendations?") is found in too many
-# places to show that its turn is in the block.
-MIN_SENTENCE_CHARS = 40
-# LoCoMo turns are matched as "speaker: text"; the bare text also counts (a block that drops
-# the speaker label still holds the evidence) unless it is too short to be telling.
-MIN_BARE_TEXT_CHARS = 20
 
 _SPACE = re.compile(r"\s+")
-_SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
 
 METHOD = """\
 How it is measured: each dataset and mode runs in a fresh proxy (`mnemoproxy serve`, a
@@ -83,15 +79,12 @@ remember the question and memory stays as ingested. The block is the text inside
 `<recalled_memory>` in what the upstream received.
 
 - *got memory*: share of questions whose upstream request held a block.
-- *evidence mean / pooled*: an evidence turn is in the block when its first 60 characters
-  (whitespace collapsed, lower case) are inside the block, likewise normalised.
-  LongMemEval: the turns with `has_answer`; LoCoMo: the evidence dia_ids' turns, whole,
-  as "speaker: text" (or the bare text when it has 20+ characters). *mean*: the share
-  per question, averaged over questions; *pooled*: over all evidence turns together.
+- *evidence mean / pooled*: an evidence turn is in the block when any 60-character
+  excerpt of it (whitespace collapsed, lower case; the whole turn when it is shorter) is
+  inside the block, likewise normalised. LongMemEval: the turns with `has_answer`;
+  LoCoMo: the evidence dia_ids' turns as ingested, "speaker: text". *mean*: the share per
+  question, averaged over questions; *pooled*: over all evidence turns together.
 - *all evidence*: share of questions with every evidence turn in the block.
-- *any sentence*: lenient variant of *evidence mean* for blocks that quote a message in
-  part (episode summaries do): a turn counts when the first 60 characters of any of its
-  sentences of 40+ characters are inside.
 - *answer*: share of questions whose gold answer, normalised, occurs in the block. Dates
   in the block are shifted, so date answers (LoCoMo temporal) cannot match, and long
   LongMemEval answers rarely do.
@@ -108,25 +101,18 @@ def norm(text: str) -> str:
     return _SPACE.sub(" ", text).strip().lower()
 
 
-def sentence_excerpts(text: str) -> tuple[str, ...]:
-    """The opening EXCERPT_CHARS of each sentence of MIN_SENTENCE_CHARS or more; the turn's
-    own opening when no sentence is that long."""
-    sentences = [s[:EXCERPT_CHARS] for s in _SENTENCE_END.split(norm(text))]
-    return tuple(s for s in sentences if len(s) >= MIN_SENTENCE_CHARS) or (
-        norm(text)[:EXCERPT_CHARS],
-    )
-
-
 @dataclass(frozen=True)
 class Evidence:
-    needles: tuple[str, ...]  # the turn is in the block when any of these is
-    sentences: tuple[str, ...]  # the lenient variant: any sentence's excerpt
+    text: str  # the evidence turn, normalised
 
     def found(self, block: str) -> bool:
-        return any(n in block for n in self.needles)
-
-    def partly_found(self, block: str) -> bool:
-        return any(s in block for s in self.sentences)
+        """Any EXCERPT_CHARS-long stretch of the turn (all of a shorter one) in the block."""
+        if len(self.text) <= EXCERPT_CHARS:
+            return self.text in block
+        return any(
+            self.text[start : start + EXCERPT_CHARS] in block
+            for start in range(len(self.text) - EXCERPT_CHARS + 1)
+        )
 
 
 @dataclass(frozen=True)
@@ -154,8 +140,6 @@ class Outcome:
     def found(self) -> list[bool]:
         return [self.got_memory and e.found(self.block) for e in self.probe.evidence]
 
-    def partly_found(self) -> list[bool]:
-        return [self.got_memory and e.partly_found(self.block) for e in self.probe.evidence]
 
 
 # --- the data, dated and shaped for the API -----------------------------------------------
@@ -185,17 +169,14 @@ def longmemeval_data(
             for n, s in enumerate(q.sessions)
         ]
         histories.append(History(q.question_id, [s for s in sessions if s.turns]))
-        evidence = tuple(
-            Evidence((norm(t.content)[:EXCERPT_CHARS],), sentence_excerpts(t.content))
-            for t in q.evidence
-        )
+        evidence = tuple(Evidence(norm(t.content)) for t in q.evidence)
         probes.append(Probe(q.question_id, q.question_type, q.question, evidence, q.answer))
     return histories, probes
 
 
 def locomo_pairs(session: locomo.LocomoSession) -> list[tuple[str, str]]:
-    """Consecutive utterances as (user, assistant), each "speaker: text", as eval_locomo
-    ingests them (so the figures compare)."""
+    """Consecutive utterances as (user, assistant), each "speaker: text" (the form the
+    benchmark's own BM25 indexes)."""
     texts = [turn.labelled() for turn in session.turns]
     return [(texts[i], texts[i + 1] if i + 1 < len(texts) else "")
             for i in range(0, len(texts), 2)]
@@ -220,7 +201,7 @@ def locomo_data(
             if limit is not None and per_category[q.category] >= limit:
                 continue
             per_category[q.category] += 1
-            evidence = tuple(_locomo_evidence(turns[d]) for d in q.evidence)
+            evidence = tuple(Evidence(norm(turns[d].labelled())) for d in q.evidence)
             asked.append(Probe(sample.sample_id, category_name(q.category), q.question,
                                evidence, q.answer))
         if asked or not histories:
@@ -233,12 +214,6 @@ def locomo_data(
 
 def category_name(category: int) -> str:
     return f"{category} {locomo.CATEGORY_NAMES[category]}"
-
-
-def _locomo_evidence(turn: locomo.LocomoTurn) -> Evidence:
-    bare = norm(turn.text)
-    needles = (norm(turn.labelled()),) + ((bare,) if len(bare) >= MIN_BARE_TEXT_CHARS else ())
-    return Evidence(needles, sentence_excerpts(turn.text))
 
 
 def limited(
@@ -277,7 +252,6 @@ def figures(outcomes: Sequence[Outcome]) -> dict[str, Any]:
         "evidence_mean": _mean([_mean(hits) for hits in found]),
         "evidence_pooled": _mean([hit for hits in found for hit in hits]),
         "all_evidence": _mean([all(hits) for hits in found]),
-        "evidence_sentence": _mean([_mean(o.partly_found()) for o in with_evidence]),
         "answer_in_block": _mean(
             [o.got_memory and norm(o.probe.answer) in o.block for o in with_answer]
         ),
@@ -407,7 +381,6 @@ COLUMNS = (  # key, heading (METHOD explains each), format
     ("evidence_mean", "evidence mean", "{:.3f}"),
     ("evidence_pooled", "evidence pooled", "{:.3f}"),
     ("all_evidence", "all evidence", "{:.3f}"),
-    ("evidence_sentence", "any sentence", "{:.3f}"),
     ("answer_in_block", "answer", "{:.3f}"),
     ("tokens_with_memory", "tokens (got)", "{:.0f}"),
     ("tokens_all", "tokens (all)", "{:.0f}"),
