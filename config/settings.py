@@ -105,15 +105,15 @@ class Settings:
         "llm (a short classification call to the core model).",
         choices=("off", "heuristic", "llm"),
     )
-    gate_probe_threshold: float = _setting(
-        0.45,
-        "Retrieval evidence (cosine similarity) from which a question the lexical rules miss "
-        "still gets memory; calibrated for wordllama.",
-        low=0,
-        high=1,
-    )
     memory_budget_tokens: int = _setting(
         800, "Most tokens of memory injected into one request.", low=100, high=4000
+    )
+    memory_read_deadline_seconds: float = _setting(
+        2.0,
+        "Longest a chat waits for its memory; past it the request goes on without memory "
+        "(header X-Memory-Error: deadline).",
+        low=0.05,
+        high=30,
     )
     identity_max_facts: int = _setting(
         20, "Most identity facts kept per agent and always injected.", low=0, high=200

@@ -109,9 +109,12 @@ class Planner:
         results: Sequence[SearchResult],
         decision: GateDecision,
         now: float | None = None,
+        *,
+        budget: int | None = None,
     ) -> MemoryBlock | None:
         """The block for this request from the agent's identity facts and the hybrid search
-        `results` (every kind, best first), or None when the gate said none or nothing fits."""
+        `results` (every kind, best first), within `budget` tokens (default: all of the
+        planner's), or None when the gate said none or nothing fits."""
         if not decision.inject:
             return None
         now = time.time() if now is None else now
@@ -119,24 +122,30 @@ class Planner:
             PlannedItem("identity", f.id, _fenced_safe(f.content), f.salience)
             for f in identity_facts
         ]
-        return self.fit(identity, candidates(results, decision), now)
+        return self.fit(identity, candidates(results, decision), now, budget=budget)
 
     def fit(
-        self, identity: Sequence[PlannedItem], ranked: Sequence[PlannedItem], now: float
+        self,
+        identity: Sequence[PlannedItem],
+        ranked: Sequence[PlannedItem],
+        now: float,
+        *,
+        budget: int | None = None,
     ) -> MemoryBlock | None:
         """Greedy fill by rank under the budget, then trim until the render fits."""
+        budget = self.budget if budget is None else min(budget, self.budget)
         chosen: list[PlannedItem] = []
         used = count_tokens(self._render([], now))
         for item in [*identity, *ranked]:
             cost = count_tokens(item.line) + 3  # the bullet, the newline, a section header
-            if used + cost > self.budget:
+            if used + cost > budget:
                 continue
             chosen.append(item)
             used += cost
         while chosen:
             text = self._render(chosen, now)
             tokens = count_tokens(text)
-            if tokens <= self.budget:
+            if tokens <= budget:
                 return MemoryBlock(text, tokens, chosen)
             chosen.pop()  # the last chosen is the lowest ranked
         return None

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -10,13 +11,16 @@ from mnemoproxy.config.settings import Settings
 from mnemoproxy.gate.inject import inject
 from mnemoproxy.gate.messages import latest_user_index, message_text
 from mnemoproxy.gate.planner import MemoryBlock, Planner
-from mnemoproxy.gate.relevance import HeuristicGate, make_gate
-from mnemoproxy.gate.relevance.types import Gate, GateContext, GateDecision
+from mnemoproxy.gate.relevance import REFERENCE_PROMPTS, HeuristicGate, make_gate
+from mnemoproxy.gate.relevance.types import Evidence, Gate, GateContext, GateDecision
 from mnemoproxy.gate.tokens import count_tokens
 from mnemoproxy.memory import CoreModel, Fact, Kind, SearchResult
 
-# The probe looks this far down the hybrid ranking for its strongest vector match.
-PROBE_TOP_K = 3
+# Of the block's budget, how much a decision of each confidence may fill: a weak signal
+# gets the few best items, not a full block of maybe-related memory.
+BUDGET_SHARE = {"high": 1.0, "medium": 1.0, "low": 0.35}
+# How many of the best retrieved items a name's share is counted over.
+NAME_SHARE_ITEMS = 20
 # Candidates the planner chooses from: a memory line averages 25-40 tokens, so this is
 # comfortably more than fit in the budget.
 TOKENS_PER_CANDIDATE = 20
@@ -34,14 +38,23 @@ class MemoryReader(Protocol):
 
     async def entity_names(self, agent_id: str) -> list[str]: ...
 
+    async def reference_similarities(
+        self, agent_id: str, texts: tuple[str, ...]
+    ) -> list[float]: ...
 
-def memory_headers(section: str, tokens: int = 0, items: int = 0) -> dict[str, str]:
+
+def memory_headers(
+    section: str, tokens: int = 0, items: int = 0, confidence: str | None = None
+) -> dict[str, str]:
     """The response headers that tell a client what memory did for its request."""
-    return {
+    headers = {
         "X-Memory-Section": section,
         "X-Memory-Tokens": str(tokens),
         "X-Memory-Items": str(items),
     }
+    if confidence is not None:
+        headers["X-Memory-Confidence"] = confidence
+    return headers
 
 
 @dataclass
@@ -58,12 +71,18 @@ class ReadResult:
     def headers(self) -> dict[str, str]:
         if self.block is None:
             return memory_headers("none")
-        return memory_headers(self.decision.section, self.block.tokens, len(self.block.items))
+        return memory_headers(
+            self.decision.section,
+            self.block.tokens,
+            len(self.block.items),
+            self.decision.confidence,
+        )
 
     def as_dict(self) -> dict[str, Any]:
         return {
             "section": self.decision.section,
             "reason": self.decision.reason,
+            "confidence": self.decision.confidence if self.decision.inject else None,
             "inject": self.block is not None,
             "block": self.block.text if self.block else None,
             "tokens": self.block.tokens if self.block else 0,
@@ -90,11 +109,7 @@ class ReadPath:
     async def open(cls, settings: Settings, memory: MemoryReader) -> ReadPath:
         """The read path the settings describe, over `memory`; the tokenizer and the cue
         scanner are loaded now, so the first chat request does not pay for them."""
-        gate = make_gate(
-            settings.relevance_gate_mode,
-            core=memory.core_model,
-            probe_threshold=settings.gate_probe_threshold,
-        )
+        gate = make_gate(settings.relevance_gate_mode, core=memory.core_model)
         await asyncio.to_thread(_warm_up)
         return cls(
             memory, gate, Planner(budget_tokens=settings.memory_budget_tokens), settings.injection
@@ -117,16 +132,24 @@ class ReadPath:
                 found = await self.memory.search(agent_id, text, top_k=self.candidates)
             return found
 
-        async def probe(_: str) -> float:
-            top = (await results())[:PROBE_TOP_K]
-            return max((r.components.get("vector", 0.0) for r in top), default=0.0)
+        async def probe(names: Sequence[str]) -> Evidence:
+            found_items = await results()
+            texts = [r.text for r in found_items[:NAME_SHARE_ITEMS]]
+            shares = {name: sum(name in text for text in texts) / len(texts) for name in names}
+            return Evidence(
+                similarity=max((r.components.get("vector", 0.0) for r in found_items), default=0.0),
+                reference=await self.memory.reference_similarities(agent_id, REFERENCE_PROMPTS),
+                names=[name for name, share in shares.items() if share > 0],
+                name_share=max(shares.values(), default=0.0),
+            )
 
         context = GateContext(known_entities=await self.memory.entity_names(agent_id), probe=probe)
         decision = await self.gate.decide(text, context)
         if not decision.inject:
             return ReadResult(decision)
         identity = await self.memory.identity_facts(agent_id)
-        block = self.planner.plan(identity, await results(), decision, now)
+        budget = round(self.planner.budget * BUDGET_SHARE[decision.confidence])
+        block = self.planner.plan(identity, await results(), decision, now, budget=budget)
         if block is None:
             return ReadResult(decision)
         return ReadResult(decision, block, inject(messages, block.text, self.injection))

@@ -57,12 +57,12 @@ class EmbeddingWorker:
             await self._task
         self._task = None
 
-    async def drain(self) -> int:
-        """Embed everything that lacks a vector now and write the changed indexes to disk;
-        returns how many items were embedded. Safe to call while the background task runs
-        (one drain at a time)."""
+    async def drain(self, *, flush: bool = True) -> int:
+        """Embed everything that lacks a vector now and (with `flush`) write the changed
+        indexes to disk; returns how many items were embedded. Safe to call while the
+        background task runs (one drain at a time)."""
         total = await self._embed_pending()
-        if total:
+        if total and flush:
             await self.vectors.flush()
         return total
 

@@ -12,10 +12,14 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections import OrderedDict
 from collections.abc import Collection, Coroutine, Iterable, Sequence
+from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import Any
+
+import numpy as np
 
 from mnemoproxy.config.settings import Settings
 from mnemoproxy.memory.consolidate import ConsolidationReport, consolidate
@@ -34,6 +38,7 @@ from mnemoproxy.memory.search import (
     SearchResult,
 )
 from mnemoproxy.memory.store import Store
+from mnemoproxy.memory.store.db import require_agent
 from mnemoproxy.memory.store.records import Fact, item_type_of
 from mnemoproxy.memory.vectors import VectorIndexes
 from mnemoproxy.memory.write_path import IngestResult, WritePath
@@ -42,6 +47,18 @@ log = logging.getLogger("mnemoproxy.memory")
 
 VECTORS_FOLDER = "vectors"
 SHUTDOWN_DISTILL_SECONDS = 10.0
+# Reference similarities are measured again once an agent's index has grown by this share
+# (or by REMEASURE_ITEMS items, for small ones): the yardstick moves with the memory.
+REMEASURE_GROWTH = 0.1
+REMEASURE_ITEMS = 20
+REFERENCE_CACHE_AGENTS = 4096
+
+
+@dataclass
+class _Measured:
+    texts: tuple[str, ...]
+    items: int
+    similarities: list[float]
 
 
 class Memory:
@@ -71,6 +88,8 @@ class Memory:
         )
         self._background: set[asyncio.Task[Any]] = set()
         self._schedule: asyncio.Task[None] | None = None
+        self._reference_vectors: dict[tuple[str, ...], np.ndarray] = {}
+        self._measured: OrderedDict[str, _Measured] = OrderedDict()
 
     @classmethod
     async def open(
@@ -140,14 +159,19 @@ class Memory:
         session_date: datetime | None = None,
         skip_extraction: bool = False,
     ) -> IngestResult:
-        """Seed memory with a whole conversation and distil it now (awaited)."""
-        return await self._writer.ingest(
+        """Seed memory with a whole conversation, distil it and embed it now (awaited): once
+        this returns, reads see the conversation as they will later, vectors included, so
+        the same question gets the same memory right after an ingest as an hour later."""
+        result = await self._writer.ingest(
             agent_id,
             conversation_id,
             turns,
             session_date=session_date,
             skip_extraction=skip_extraction,
         )
+        # Index files are written by the worker's schedule, not after every ingest.
+        await self._worker.drain(flush=False)
+        return result
 
     # -- the read side ----------------------------------------------------------------------
 
@@ -186,6 +210,30 @@ class Memory:
     async def entity_names(self, agent_id: str) -> list[str]:
         """Names the agent's memory knows (people, places, projects), most mentioned first."""
         return await self.store.entity_names(agent_id)
+
+    async def reference_similarities(
+        self, agent_id: str, texts: tuple[str, ...]
+    ) -> list[float]:
+        """How close the agent's memory comes to each of `texts`: the cosine similarity of
+        each one's nearest item, sorted. The gate reads a message's own best similarity
+        against this spread, so that what counts as a close match depends on this agent's
+        memory alone. Measured once and again after the memory has grown."""
+        require_agent(agent_id)
+        items = await self._vectors.size(agent_id)
+        measured = self._measured.get(agent_id)
+        if measured is not None and measured.texts == texts and items <= max(
+            measured.items * (1 + REMEASURE_GROWTH), measured.items + REMEASURE_ITEMS
+        ):
+            self._measured.move_to_end(agent_id)
+            return measured.similarities
+        vectors = self._reference_vectors.get(texts)
+        if vectors is None:
+            vectors = self._reference_vectors[texts] = await self._embedder.embed(texts)
+        found = await self._vectors.best_similarities(agent_id, vectors)
+        self._measured[agent_id] = _Measured(texts, items, sorted(float(s) for s in found))
+        if len(self._measured) > REFERENCE_CACHE_AGENTS:
+            self._measured.popitem(last=False)
+        return self._measured[agent_id].similarities
 
     def note_used(self, agent_id: str, items: Iterable[tuple[Kind, int]]) -> None:
         """Count that these items were put in front of the model (in the background)."""

@@ -88,6 +88,22 @@ class VectorIndexes:
             for key, distance in zip(matches.keys, matches.distances, strict=True)
         ]
 
+    async def best_similarities(self, agent_id: str, vectors: np.ndarray) -> np.ndarray:
+        """For each row of `vectors`, the cosine similarity of its nearest item (0 when the
+        agent has none): one batch search."""
+        loaded = await self._get(agent_id)
+        async with loaded.lock:
+            size = len(loaded.index)
+            if size == 0 or len(vectors) == 0:
+                return np.zeros(len(vectors), dtype=np.float32)
+            matches = await asyncio.to_thread(
+                loaded.index.search, vectors, 1, exact=size <= EXACT_SEARCH_LIMIT
+            )
+        return 1.0 - np.asarray(matches.distances, dtype=np.float32).reshape(len(vectors))
+
+    async def size(self, agent_id: str) -> int:
+        return len((await self._get(agent_id)).index)
+
     async def upsert(
         self, agent_id: str, items: Sequence[tuple[ItemType, int]], vectors: np.ndarray
     ) -> None:

@@ -36,8 +36,13 @@ def _services(state: State) -> Services:
 
 @get("/health")
 async def health(services: NamedDependency[Services]) -> dict[str, Any]:
-    memory: Any = "disabled" if services.memory is None else await services.memory.health()
-    return {"status": "ok", "upstream": services.upstream.base_url, "memory": memory}
+    if services.memory is None:
+        return {"status": "ok", "upstream": services.upstream.base_url, "memory": "disabled"}
+    return {
+        "status": "ok",
+        "upstream": services.upstream.base_url,
+        "memory": {**await services.memory.health(), "reads": services.reads.as_dict()},
+    }
 
 
 def create_app(

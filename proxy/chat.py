@@ -70,7 +70,15 @@ async def chat_completions(
     plan = None
     memory, read_path = services.memory, services.read_path
     if agent_id and memory is not None and read_path is not None:
-        plan = await prepare(memory, read_path, agent_id, session_id, body)
+        plan = await prepare(
+            memory,
+            read_path,
+            agent_id,
+            session_id,
+            body,
+            deadline=services.settings.memory_read_deadline_seconds,
+            counts=services.reads,
+        )
         if plan.body is not None:
             raw = json.dumps(plan.body, ensure_ascii=False).encode()
 

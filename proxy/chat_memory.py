@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from mnemoproxy.config.settings import Settings
@@ -20,8 +20,20 @@ from mnemoproxy.proxy.upstream import Upstream
 
 log = logging.getLogger("mnemoproxy.memory")
 
-# The read path normally takes a few milliseconds; past this, the request goes on without.
-READ_PATH_TIMEOUT_SECONDS = 2.0
+
+
+@dataclass
+class ReadCounts:
+    """How the chat path's memory reads went since start-up (shown by /health): a busy
+    machine makes reads miss their deadline, and that must be visible and rare."""
+
+    injected: int = 0
+    not_needed: int = 0
+    deadline_missed: int = 0
+    failed: int = 0
+
+    def as_dict(self) -> dict[str, int]:
+        return asdict(self)
 
 
 @dataclass
@@ -53,9 +65,12 @@ async def prepare(
     agent_id: str,
     session_id: str | None,
     body: dict[str, Any],
+    *,
+    deadline: float,
+    counts: ReadCounts,
 ) -> MemoryPlan:
     """The request with the agent's memory injected, or as it was when memory is not
-    needed or fails."""
+    needed, fails or is not ready within `deadline` seconds."""
     messages = body["messages"]
     plan = MemoryPlan(
         agent_id=agent_id,
@@ -63,18 +78,35 @@ async def prepare(
         request=body,
     )
     try:
-        async with asyncio.timeout(READ_PATH_TIMEOUT_SECONDS):
+        async with asyncio.timeout(deadline):
             result = await read_path.prepare(agent_id, messages)
+    except TimeoutError:
+        counts.deadline_missed += 1
+        log.warning(
+            "memory read for agent %s missed its %.2f s deadline (memory_read_deadline_seconds);"
+            " forwarding without memory", agent_id, deadline,
+        )
+        plan.headers = {**memory_headers("error"), "X-Memory-Error": "deadline"}
+        return plan
     except Exception as exc:  # fail open: the chat must go through without memory
+        counts.failed += 1
         log.warning(
             "memory read failed for agent %s, forwarding without memory: %r", agent_id, exc
         )
-        plan.headers = memory_headers("error")
+        plan.headers = {**memory_headers("error"), "X-Memory-Error": "read_failed"}
         return plan
     plan.headers = result.headers()
-    if result.messages is not None:
+    if result.messages is not None and result.block is not None:
+        counts.injected += 1
         plan.body = {**body, "messages": result.messages}
         memory.note_used(agent_id, result.used)
+        log.info(
+            "memory for agent %s: %s (%s), %d items, %d tokens",
+            agent_id, result.decision.section, result.decision.confidence,
+            len(result.block.items), result.block.tokens,
+        )
+    else:
+        counts.not_needed += 1
     return plan
 
 

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from mnemoproxy.config.settings import Settings
 from mnemoproxy.errors import MemoryDisabled
 from mnemoproxy.gate import ReadPath
 from mnemoproxy.memory import Memory
+from mnemoproxy.proxy.chat_memory import ReadCounts
 from mnemoproxy.proxy.upstream import Upstream
 
 
@@ -17,6 +18,7 @@ class Services:
     upstream: Upstream
     memory: Memory | None = None  # None when memory is disabled
     read_path: ReadPath | None = None
+    reads: ReadCounts = field(default_factory=ReadCounts)
 
     def require_memory(self) -> tuple[Memory, ReadPath]:
         if self.memory is None or self.read_path is None:

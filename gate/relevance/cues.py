@@ -151,6 +151,14 @@ CUE_PATTERNS: dict[str, list[list[dict[str, Any]]]] = {
         ),
         seq("i", "already|once|previously?", "told|mentioned|showed|gave|sent", "you"),
         seq("i", "mentioned|said", "to", "you"),
+        # What the assistant said: "what did you tell me about ...", "the book you
+        # recommended", "you mentioned earlier".
+        seq(
+            "did|have|had",
+            "you",
+            "say|tell|mention|recommend|suggest|give|share|explain|show|list|call|name|offer",
+        ),
+        seq("you", "told|mentioned|recommended|suggested|gave|showed|shared", "me|us"),
     ],
     "preference": [
         seq(

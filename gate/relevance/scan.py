@@ -26,9 +26,9 @@ from mnemoproxy.gate.relevance.cues import (
     LEADING_FILLERS,
     REQUEST_VERBS,
     SECOND_PERSON,
-    TASK_OBJECTS,
     anchor_words,
 )
+from mnemoproxy.gate.relevance.personal import Personal, read_sentence
 from mnemoproxy.lazy import LazyResource
 
 # Cues live in the opening request or the closing question of a pasted document;
@@ -39,6 +39,9 @@ MIN_ENTITY_CHARS = 4
 ENTITY_MATCHER_CACHE_SIZE = 32
 
 SENTENCE_BREAK = re.compile(r"(?<=[.!?])\s+|\n\s*")
+QUOTED = re.compile(r"[\"“‘']([^\"”’'\n]{3,60})[\"”’']")
+MAX_NAMES = 8
+MIN_NAME_CHARS = 3
 
 
 def scan_window(text: str) -> str:
@@ -55,12 +58,15 @@ class Cues:
     message (question, request, who it speaks of)."""
 
     matches: dict[str, str] = field(default_factory=dict)
-    possessive: str | None = None
     entity: str | None = None
     is_question: bool = False
     is_request: bool = False
     first_person: bool = False
     second_person: bool = False
+    personal: Personal = field(default_factory=Personal)
+    # Capitalised words past a sentence's start and quoted phrases: possible names of
+    # people, places and things the agent's memory may know.
+    names: list[str] = field(default_factory=list)
 
 
 class CueScanner:
@@ -87,18 +93,22 @@ class CueScanner:
         entity_matcher = self._entity_matcher(known_entities)
         words: set[str] = set()
         opening = ""
-        for sentence in SENTENCE_BREAK.split(text):
+        cues.names = list(dict.fromkeys(m.group(1) for m in QUOTED.finditer(text)))[:MAX_NAMES]
+        for number, sentence in enumerate(SENTENCE_BREAK.split(text)):
             if not sentence:
                 continue
             doc = self._nlp.make_doc(sentence)
-            sentence_words = {token.lower_ for token in doc}
+            lowered = [token.lower_ for token in doc]
+            sentence_words = set(lowered)
             words |= sentence_words
+            read_sentence(lowered, cues.personal, first_sentence=number == 0)
+            for name in _names(doc):
+                if len(cues.names) < MAX_NAMES and name not in cues.names:
+                    cues.names.append(name)
             opening = opening or _first_word(doc)
             anchors = sentence_words & ANCHOR_WORDS
             if anchors:
                 self._match_cues(doc, anchors, cues)
-            if cues.possessive is None and "my" in sentence_words:
-                cues.possessive = _possessive(doc)
             if entity_matcher is not None and cues.entity is None:
                 cues.entity = _first_match(entity_matcher, doc)
         cues.is_question = cues.is_question or opening in INTERROGATIVES
@@ -116,9 +126,9 @@ class CueScanner:
     def _entity_matcher(self, known_entities: Sequence[str]) -> Any:
         """A PhraseMatcher for the names, cached per distinct set of names."""
         names = frozenset(
-            stripped.lower()
+            stripped
             for stripped in (name.strip() for name in known_entities)
-            if len(stripped) >= MIN_ENTITY_CHARS
+            if len(stripped) >= MIN_ENTITY_CHARS and stripped[:1].isupper()
         )
         if not names:
             return None
@@ -137,20 +147,27 @@ class CueScanner:
     def _build_entity_matcher(self, names: frozenset[str]) -> Any:
         from spacy.matcher import PhraseMatcher
 
-        matcher = PhraseMatcher(self._nlp.vocab, attr="LOWER")
+        # As spelled: "Max" the dog is not "max", "Will" is not "will".
+        matcher = PhraseMatcher(self._nlp.vocab, attr="ORTH")
         matcher.add("entity", [self._nlp.make_doc(name) for name in sorted(names)])
         return matcher
 
 
-def _possessive(doc: Any) -> str | None:
-    """The first "my <word>" not about a task object ("fix my code", "my python code")."""
-    for index, token in enumerate(doc[:-1]):
-        if token.lower_ != "my" or not doc[index + 1].is_alpha:
+def _names(doc: Any) -> list[str]:
+    """Runs of capitalised words that do not open the sentence ("the Natural Park of
+    Moncayo", "Caroline's"), without a possessive ending."""
+    names: list[str] = []
+    run: list[str] = []
+    for token in list(doc)[1:]:
+        if token.is_title and token.is_alpha and len(token.text) >= MIN_NAME_CHARS:
+            run.append(token.text)
             continue
-        following = doc[index + 1 : index + 3]
-        if not any(word.lower_ in TASK_OBJECTS for word in following if word.is_alpha):
-            return doc[index : index + 2].text
-    return None
+        if run:
+            names.append(" ".join(run))
+            run = []
+    if run:
+        names.append(" ".join(run))
+    return names
 
 
 def _first_match(matcher: Any, doc: Any) -> str | None:

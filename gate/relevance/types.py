@@ -12,22 +12,65 @@ from typing import Literal, Protocol, get_args
 
 from mnemoproxy.memory import CoreModel, Kind
 
-__all__ = ["SECTIONS", "CoreModel", "Gate", "GateContext", "GateDecision", "Probe", "Section"]
+__all__ = [
+    "SECTIONS",
+    "Confidence",
+    "CoreModel",
+    "Evidence",
+    "Gate",
+    "GateContext",
+    "GateDecision",
+    "Probe",
+    "Section",
+]
 
 # A section is the kind of memory a message needs, or none.
 Section = Literal[Kind, "none"]
 SECTIONS: tuple[Section, ...] = get_args(Section)
 
-Probe = Callable[[str], Awaitable[float]]
+# How sure the gate is that memory helps: a low one gets a small block (the few best
+# items), a high one the whole budget.
+Confidence = Literal["high", "medium", "low"]
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """What retrieval says about a message, against this agent's memory only.
+
+    similarity: the cosine similarity of the message's nearest item in the agent's memory.
+    reference: the same for the gate's reference prompts (requests anyone might send),
+    sorted: the agent's own yardstick of "merely on a topic memory also touches".
+    names: names from the message (people, places, titles) found in the retrieved items.
+    name_share: the largest share of the retrieved items one of those names occurs in: a
+    name most of them mention is central to what memory holds on the question.
+    """
+
+    similarity: float
+    reference: Sequence[float] = ()
+    names: Sequence[str] = ()
+    name_share: float = 0.0
+
+    def beats(self, share: float, margin: float = 0.0) -> bool:
+        """Whether the message's best match beats the reference prompts' at this share
+        (0.5 the median, 1.0 the best of them), by `margin`."""
+        if not self.reference:
+            return self.similarity > margin
+        position = min(len(self.reference) - 1, int(share * (len(self.reference) - 1)))
+        return self.similarity >= self.reference[position] + margin
+
+
+# Given the names the message mentions, the evidence memory holds for it.
+Probe = Callable[[Sequence[str]], Awaitable[Evidence]]
 
 
 @dataclass(frozen=True)
 class GateDecision:
-    """Which part of memory to inject, and a short human-readable why (for logs and the
-    X-Memory-Section header's debugging)."""
+    """Which part of memory to inject, how sure the gate is, and a short human-readable why
+    (for logs, the preview and the X-Memory-* headers)."""
 
     section: Section
     reason: str
+    confidence: Confidence = "high"
 
     @property
     def inject(self) -> bool:
@@ -39,8 +82,8 @@ class GateContext:
     """What the gate may use besides the message.
 
     known_entities: names the agent's memory knows (people, pets, projects); a mention
-    is a memory cue. probe: a cheap retrieval returning the best normalised hybrid score
-    in [0, 1] for a text; None when the caller has no store to ask.
+    is a memory cue. probe: retrieval against the agent's memory (see Evidence); None
+    when the caller has no store to ask.
     """
 
     known_entities: Sequence[str] = ()

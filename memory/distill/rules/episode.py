@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from mnemoproxy.memory.distill.rules.facts import FoundFact
@@ -147,9 +147,14 @@ def _summary(user_docs: Sequence[Doc], weights: Weights,
     return summary
 
 
-def _entities(user_docs: Iterable[Doc]) -> list[str]:
+def _entities(user_docs: Sequence[Doc], assistant_docs: Sequence[Doc]) -> list[str]:
     """Runs of capitalised words; a run opening a sentence counts only if the same words
-    also appear capitalised mid-sentence (any sentence starts with a capital)."""
+    also appear capitalised mid-sentence (any sentence starts with a capital), and a word
+    the session also writes in lower case is an ordinary word capitalised by a list item
+    or a heading ("Write", "Explain"), not a name."""
+    lower_case = {
+        token.text for doc in (*user_docs, *assistant_docs) for token in doc if token.is_lower
+    }
     mid_sentence: Counter[str] = Counter()
     spelled: dict[str, str] = {}
     openers: list[str] = []
@@ -164,7 +169,8 @@ def _entities(user_docs: Iterable[Doc]) -> list[str]:
                 end += 1
             text = doc[index:end].text
             key = text.lower()
-            if key not in set(WEEKDAYS) | set(MONTHS):
+            ordinary = end - index == 1 and key in lower_case
+            if key not in set(WEEKDAYS) | set(MONTHS) and not ordinary:
                 spelled.setdefault(key, text)
                 if doc[index].is_sent_start:
                     openers.append(key)
@@ -192,7 +198,7 @@ def build_episode(
     return EpisodeDraft(
         summary=_summary(user_docs, weights, fact_sentences),
         topics=_topics(weights),
-        entities=_entities(user_docs),
+        entities=_entities(user_docs, assistant_docs),
         decisions=decisions,
         action_items=action_items,
         salience=round(salience, 2),

@@ -1,0 +1,171 @@
+"""The heuristic gate: cues in the message, weighed with what retrieval finds.
+
+In order, the first that speaks decides:
+
+1. Explicit memory cues (cues.py): "what's my name?", "what did I say", "last week",
+   "remind me", "what did you tell me", "my favourite". Memory, whole budget.
+2. A question about the user's own past ("How many bikes do I own?", "Which show did I
+   start first?", "Who gave me the mixer?"): memory, whole budget.
+3. A task anyone could ask for ("Write a poem", "Explain ...", "What if ...") that does
+   not speak of the user's situation: no memory, whatever retrieval finds.
+4. The user's own situation in a question or request ("I'm planning a trip, any
+   suggestions?", "a show for me to watch tonight", "my high school reunion"): memory;
+   the whole budget when retrieval stands out from the agent's yardstick, a small block
+   of the best few items otherwise.
+5. A question (not a mere request) naming what the agent's memory holds: a known entity,
+   or a name (a person, a place, a quoted title) found in the retrieved items. Memory
+   when retrieval beats half the reference prompts for a known or central name (one most
+   retrieved items mention), nine tenths of them for any other.
+6. Any other question whose retrieval beats every reference prompt by a margin: a small
+   block.
+
+The retrieval evidence (types.Evidence) is the agent's own: the message's nearest item
+against how near the reference prompts (reference.py) come to the same memory, so a
+generic prompt that shares a common topic stays quiet, and a question about a rare thing
+the user once mentioned goes through.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+
+from mnemoproxy.gate.relevance.scan import Cues, shared_scanner
+from mnemoproxy.gate.relevance.types import (
+    Evidence,
+    GateContext,
+    GateDecision,
+    Probe,
+    Section,
+)
+
+log = logging.getLogger(__name__)
+
+NO_CUE = GateDecision("none", "no memory cue")
+
+# (cue label, section, reason prefix) in priority order: the first label found wins.
+RULES: tuple[tuple[str, Section, str], ...] = (
+    ("identity", "identity", "identity question"),
+    ("transcript", "transcript", "verbatim recall"),
+    ("episode", "episode", "earlier conversation"),
+    ("calendar", "episode", "time reference"),
+    ("recall", "episode", "recall request"),
+    ("preference", "pinned", "preference or decision"),
+)
+# Shares of the reference prompts a message's best match must beat (see the module doc).
+SITUATED_FULL_BLOCK = 0.75
+FOR_THE_USER = 0.5
+CENTRAL_NAME = 0.5
+NAMED = 0.9
+UNNAMED = 1.0
+UNNAMED_MARGIN = 0.05
+# A name in this share of the retrieved items is central to what memory holds on it.
+CENTRAL_NAME_SHARE = 0.5
+
+
+def _rule_matches(cues: Cues) -> dict[str, str]:
+    """The cue matches that count, after the rules that combine or condition them."""
+    matches = dict(cues.matches)
+    if "verbatim" in matches and "my_speech" in matches:
+        matches.setdefault("transcript", matches["verbatim"])
+    # A date or a preference mentioned in passing ("last week I went hiking", "my favourite
+    # band is on tonight") tells memory something; only asked about does it need memory.
+    asks = cues.is_question or cues.is_request
+    if not (asks and (cues.first_person or cues.second_person)):
+        matches.pop("calendar", None)
+    if not asks:
+        matches.pop("preference", None)
+    return matches
+
+
+def lexical_decision(cues: Cues) -> GateDecision | None:
+    """The decision the explicit cues make, or None when silent."""
+    matches = _rule_matches(cues)
+    for label, section, prefix in RULES:
+        found = matches.get(label)
+        if found is None:
+            continue
+        if label == "recall" and "preference_word" in matches:
+            return GateDecision("pinned", f"recall request about preferences: '{found}'")
+        return GateDecision(section, f"{prefix}: '{found}'")
+    return None
+
+
+class HeuristicGate:
+    """probe_timeout: seconds the retrieval probe may take before the gate gives up and
+    injects nothing, so that a slow store never holds up a chat."""
+
+    def __init__(self, probe_timeout: float = 0.5):
+        self.probe_timeout = probe_timeout
+
+    def lexical(self, message: str, context: GateContext) -> GateDecision | None:
+        return lexical_decision(shared_scanner().scan(message, context.known_entities))
+
+    async def decide(self, message: str, context: GateContext) -> GateDecision:
+        cues = shared_scanner().scan(message, context.known_entities)
+        decision = lexical_decision(cues)
+        if decision is not None:
+            return decision
+        personal = cues.personal
+        if personal.own_past is not None:
+            return GateDecision("episode", f"the user's own past: '{personal.own_past}'")
+        asks = cues.is_question or cues.is_request
+        if not asks or context.probe is None:
+            return NO_CUE
+        if personal.task and personal.situated is None:
+            return GateDecision("none", "a task anyone could ask for")
+        if not cues.is_question and personal.situated is None and personal.for_the_user is None:
+            return GateDecision("none", "a request that names nothing of the user's own")
+        evidence = await self._probe(context.probe, cues.names)
+        if evidence is None:
+            return GateDecision("none", "probe failed")
+        seen = f"nearest {evidence.similarity:.2f}"
+        if personal.situated is not None:
+            why = f"the user's own situation: '{personal.situated}', {seen}"
+            if personal.task:  # "write a letter to my employer": only on clear evidence
+                if evidence.beats(NAMED):
+                    return GateDecision("episode", why, "medium")
+                return GateDecision("none", f"a task, nothing stands out: {seen}")
+            if evidence.beats(SITUATED_FULL_BLOCK):
+                return GateDecision("episode", why)
+            return GateDecision("episode", why, "low")
+        if personal.task:
+            return GateDecision("none", "a task anyone could ask for")
+        if personal.for_the_user is not None and evidence.beats(FOR_THE_USER):
+            why = f"asked for the user: '{personal.for_the_user}', {seen}"
+            return GateDecision("episode", why, "low")
+        if not cues.is_question:  # asked for the user, but nothing stands out
+            return GateDecision("none", f"a request, nothing stands out: {seen}")
+        if cues.entity is not None and evidence.beats(CENTRAL_NAME):
+            why = f"a name memory knows: '{cues.entity}', {seen}"
+            return GateDecision("episode", why, "medium")
+        central = evidence.name_share >= CENTRAL_NAME_SHARE
+        if evidence.names and evidence.beats(CENTRAL_NAME if central else NAMED):
+            return GateDecision(
+                "episode", f"names memory holds: {', '.join(evidence.names)}, {seen}", "medium"
+            )
+        if evidence.beats(UNNAMED, UNNAMED_MARGIN):
+            return GateDecision("episode", f"stands out in memory: {seen}", "low")
+        return GateDecision("none", f"nothing stands out in memory: {seen}")
+
+    async def _probe(self, probe: Probe, names: list[str]) -> Evidence | None:
+        try:
+            async with asyncio.timeout(self.probe_timeout):
+                return await probe(names)
+        except Exception as exc:  # a failing probe must not fail the chat
+            log.warning("relevance probe failed, injecting nothing: %r", exc)
+            return None
+
+
+class AlwaysGate:
+    """Mode "off": every request gets memory; the lexical rules still choose which part,
+    episodes when they are silent."""
+
+    def __init__(self, heuristic: HeuristicGate | None = None):
+        self._heuristic = heuristic or HeuristicGate()
+
+    async def decide(self, message: str, context: GateContext) -> GateDecision:
+        decision = self._heuristic.lexical(message, context)
+        if decision is None:
+            return GateDecision("episode", "gate off: always inject")
+        return GateDecision(decision.section, f"gate off: {decision.reason}")
