@@ -1,8 +1,9 @@
 """Background embedding of facts, episodes and transcript messages.
 
 The store sets `content_changed` after every insert of searchable text; the worker wakes,
-finds items without a vector for the current model (new items, items whose text changed,
-or every item after a model change), embeds them in batches in a thread so a slow model
+takes the items queued for a vector (new items and items whose text changed: triggers
+queue them; at start, every item without a vector for the current model), embeds them
+in batches in a thread so a slow model
 never blocks the event loop, stores the vectors in SQLite and puts them in the agent's
 usearch index. Until then an item is still found by full-text search.
 """
@@ -42,6 +43,7 @@ class EmbeddingWorker:
         self.vectors = vectors
         self._task: asyncio.Task[None] | None = None
         self._drain_lock = asyncio.Lock()
+        self._caught_up = False
         self.embedded = 0  # items embedded since start (for tests and status)
 
     def start(self) -> None:
@@ -68,22 +70,31 @@ class EmbeddingWorker:
 
     async def _embed_pending(self) -> int:
         async with self._drain_lock:
+            if not self._caught_up:
+                # Items left without a vector for this model (another embedder before, or
+                # a crash between computing and storing): queued once per process.
+                await self.store.queue_missing_vectors(self.embedder.name)
+                self._caught_up = True
             total = 0
             for item_type in ITEM_TYPES:
-                after_id = 0
                 while True:
-                    items = await self.store.items_needing_vectors(
-                        self.embedder.name, item_type, after_id=after_id, limit=BATCH_SIZE
+                    queued, items = await self.store.queued_for_vectors(
+                        item_type, limit=BATCH_SIZE
                     )
-                    if not items:
+                    if not queued:
                         break
-                    await self._embed_batch(item_type, items)
-                    after_id = items[-1].item_id
+                    await self._embed_batch(item_type, items, queued)
                     total += len(items)
             self.embedded += total
             return total
 
-    async def _embed_batch(self, item_type: ItemType, items: list[ItemText]) -> None:
+    async def _embed_batch(
+        self, item_type: ItemType, items: list[ItemText], queued: list[int]
+    ) -> None:
+        dequeue = [(item_type, item_id) for item_id in queued]
+        if not items:  # only invisible items in this batch: nothing to embed
+            await self.store.save_embeddings(self.embedder.name, [], dequeue=dequeue)
+            return
         texts = [item.text for item in items]
         matrix = await self.embedder.embed(texts)
         matrix = np.asarray(matrix, dtype="<f4")
@@ -102,6 +113,7 @@ class EmbeddingWorker:
                 (item_type, item.item_id, item.agent_id, content_hash(item.text), row.tobytes())
                 for item, row in zip(items, matrix, strict=True)
             ],
+            dequeue=dequeue,
         )
 
     async def _run(self) -> None:

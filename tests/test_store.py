@@ -94,7 +94,8 @@ async def test_a_message_is_embedded_with_the_one_before_it(store: Store) -> Non
     await store.add_transcript("agent", session_id, messages("q0", "a0", "q1", "a1", "q2"))
     other_id, _ = await store.session("agent", "other")
     await store.add_transcript("agent", other_id, messages("elsewhere", start=5))
-    items = await store.items_needing_vectors("hashing", "transcript")
+    queued, items = await store.queued_for_vectors("transcript")
+    assert len(queued) == 6  # every new message is queued for a vector
     day = "01 January 1970"
     assert [item.text for item in items] == [
         f"{day}: q0", f"{day}: q0\na0", f"{day}: a0\nq1", f"{day}: q1\na1",

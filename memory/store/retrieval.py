@@ -146,28 +146,64 @@ class RetrievalQueries(Database):
 
     # -- embeddings ---------------------------------------------------------------------
 
-    async def items_needing_vectors(
-        self, model: str, item_type: ItemType, *, after_id: int = 0, limit: int = 256
-    ) -> list[ItemText]:
-        """Visible items of one type, id > after_id, with no vector for `model` (new, or
-        their text changed, which drops the old vector, or the model changed)."""
-        rows = await self._fetchall(
-            f"{_EMBED_SOURCES[item_type]} AND b.id > ? AND NOT EXISTS (SELECT 1 FROM embeddings e"
-            " WHERE e.item_type = ? AND e.item_id = b.id AND e.model = ?) ORDER BY b.id LIMIT ?",
-            (after_id, item_type, model, limit),
-        )
-        return [ItemText(item_type, r[0], r[1], _embedding_text(item_type, r)) for r in rows]
+    async def queued_for_vectors(
+        self, item_type: ItemType, *, limit: int = 256
+    ) -> tuple[list[int], list[ItemText]]:
+        """The next `limit` queued ids of one type, and the texts of those still visible
+        (a superseded fact or a deleted item needs no vector: it is only dequeued)."""
+
+        def read(conn: sqlite3.Connection) -> tuple[list[int], list[ItemText]]:
+            ids = [row[0] for row in conn.execute(
+                "SELECT item_id FROM embedding_queue WHERE item_type = ? "
+                "ORDER BY item_id LIMIT ?", (item_type, limit),
+            )]
+            if not ids:
+                return [], []
+            rows = conn.execute(
+                f"{_EMBED_SOURCES[item_type]} AND b.id IN ({', '.join('?' * len(ids))}) "
+                "ORDER BY b.id", ids,
+            ).fetchall()
+            return ids, [
+                ItemText(item_type, r[0], r[1], _embedding_text(item_type, r)) for r in rows
+            ]
+
+        return await self._read(read)
+
+    async def queue_missing_vectors(self, model: str) -> int:
+        """Queue every visible item with no vector for `model` (after a change of embedder,
+        or a crash between a vector's computation and its storage). One pass over the
+        items: run when the embedding worker starts, not per batch."""
+        queued = 0
+        async with self._write() as db:
+            for item_type in ITEM_TYPES:
+                _, table, _, visible = _FTS[item_type]
+                cursor = await db.execute(
+                    f"INSERT OR IGNORE INTO embedding_queue SELECT ?, b.id FROM {table} b "
+                    f"WHERE {visible} AND NOT EXISTS (SELECT 1 FROM embeddings e "
+                    "WHERE e.item_type = ? AND e.item_id = b.id AND e.model = ?)",
+                    (item_type, item_type, model),
+                )
+                queued += max(cursor.rowcount, 0)
+        return queued
 
     async def save_embeddings(
-        self, model: str, rows: Sequence[tuple[ItemType, int, str, str, bytes]]
+        self,
+        model: str,
+        rows: Sequence[tuple[ItemType, int, str, str, bytes]],
+        *,
+        dequeue: Sequence[tuple[ItemType, int]] = (),
     ) -> None:
-        """Store (item_type, item_id, agent_id, content_hash, float32 LE blob) rows."""
+        """Store (item_type, item_id, agent_id, content_hash, float32 LE blob) rows and take
+        `dequeue` off the embedding queue, in one transaction."""
         async with self._write() as db:
             await db.executemany(
                 "INSERT OR REPLACE INTO embeddings "
                 "(item_type, item_id, agent_id, model, content_hash, vector) "
                 "VALUES (?, ?, ?, ?, ?, ?)",
                 [(t, i, a, model, h, v) for t, i, a, h, v in rows],
+            )
+            await db.executemany(
+                "DELETE FROM embedding_queue WHERE item_type = ? AND item_id = ?", dequeue
             )
 
     async def embedding_count(self, agent_id: str, model: str) -> int:

@@ -183,6 +183,45 @@ END;
 """
 
 
+# What still needs a vector: every new or re-worded item is queued by a trigger, and the
+# embedding worker takes batches off the queue. Finding them by scanning for items without
+# a vector cost a pass over every item per batch (quadratic over a bulk import).
+_M005_EMBEDDING_QUEUE = """
+CREATE TABLE embedding_queue (
+    item_type TEXT NOT NULL,
+    item_id INTEGER NOT NULL,
+    PRIMARY KEY (item_type, item_id)
+) WITHOUT ROWID;
+CREATE TRIGGER transcript_queue_insert AFTER INSERT ON transcript BEGIN
+    INSERT OR IGNORE INTO embedding_queue VALUES ('transcript', new.id);
+END;
+CREATE TRIGGER transcript_queue_update AFTER UPDATE OF content ON transcript BEGIN
+    INSERT OR IGNORE INTO embedding_queue VALUES ('transcript', new.id);
+END;
+CREATE TRIGGER facts_queue_insert AFTER INSERT ON facts BEGIN
+    INSERT OR IGNORE INTO embedding_queue VALUES ('fact', new.id);
+END;
+CREATE TRIGGER facts_queue_update AFTER UPDATE OF content ON facts BEGIN
+    INSERT OR IGNORE INTO embedding_queue VALUES ('fact', new.id);
+END;
+CREATE TRIGGER episodes_queue_insert AFTER INSERT ON episodes BEGIN
+    INSERT OR IGNORE INTO embedding_queue VALUES ('episode', new.id);
+END;
+CREATE TRIGGER episodes_queue_update AFTER UPDATE OF summary, topics_json, entities_json
+ON episodes BEGIN
+    INSERT OR IGNORE INTO embedding_queue VALUES ('episode', new.id);
+END;
+INSERT OR IGNORE INTO embedding_queue SELECT 'transcript', id FROM transcript b
+    WHERE NOT EXISTS (SELECT 1 FROM embeddings e WHERE e.item_type = 'transcript'
+                      AND e.item_id = b.id);
+INSERT OR IGNORE INTO embedding_queue SELECT 'fact', id FROM facts b
+    WHERE NOT EXISTS (SELECT 1 FROM embeddings e WHERE e.item_type = 'fact' AND e.item_id = b.id);
+INSERT OR IGNORE INTO embedding_queue SELECT 'episode', id FROM episodes b
+    WHERE NOT EXISTS (SELECT 1 FROM embeddings e WHERE e.item_type = 'episode'
+                      AND e.item_id = b.id);
+"""
+
+
 MIGRATIONS: tuple[Migration, ...] = (
     ("m001_initial", _M001_TABLES),
     ("m002_full_text_search", _M002_FTS),
@@ -193,6 +232,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     ("m004_embeddings_by_type",
      "CREATE INDEX embeddings_by_agent_model_type ON embeddings (agent_id, model, item_type);"
      "DROP INDEX embeddings_by_agent_model;"),
+    ("m005_embedding_queue", _M005_EMBEDDING_QUEUE),
 )
 
 

@@ -85,10 +85,10 @@ async def _load(
     # bulk add on first use: the worker's batch-by-batch graph inserts would make set-up
     # take many minutes at 100k, and set-up is not what is measured here.
     model = embedder.name
-    after_id = 0
-    while items := await store.items_needing_vectors(
-        model, "transcript", after_id=after_id, limit=BATCH
-    ):
+    while True:
+        queued, items = await store.queued_for_vectors("transcript", limit=BATCH)
+        if not queued:
+            break
         matrix = await asyncio.to_thread(embedder.encode, [item.text for item in items])
         await store.save_embeddings(
             model,
@@ -102,8 +102,8 @@ async def _load(
                 )
                 for item, row in zip(items, matrix, strict=True)
             ],
+            dequeue=[("transcript", item_id) for item_id in queued],
         )
-        after_id = items[-1].item_id
     for agent in (AGENT, NEIGHBOUR):  # builds each agent's index
         await memory.search(agent, "warm up", top_k=1)
 
