@@ -1,9 +1,16 @@
 """Choosing what memory goes into one request, under a token budget, and rendering it.
 
-Identity facts come first (they are short and nearly always useful once memory is
-injected at all), then the gate's section by score, then the other sections' items
-whose evidence is strong, until `memory_budget_tokens` would be exceeded. The rendered
-block, fence and header included, never exceeds the budget.
+Identity facts come first (short, and nearly always useful once memory is injected at
+all). Then every candidate competes on its hybrid score, the gate's section leading with
+its best few: facts and episodes do not push conversation out by kind, only by rank. A
+long message contributes an excerpt (gate/excerpt.py), so the budget holds many pieces of
+evidence instead of three or four messages; a line that repeats one already chosen is
+skipped.
+
+Conversations are shown grouped, newest first, each under its date and the newest marked
+latest: when two disagree ("I live in Berlin" then "I moved to Paris") the model reads
+the current one first and knows it is current. The rendered block, fence and header
+included, never exceeds the budget.
 """
 
 from __future__ import annotations
@@ -16,6 +23,7 @@ from pathlib import Path
 
 import jinja2
 
+from mnemoproxy.gate.excerpt import Query, excerpt
 from mnemoproxy.gate.relevance.types import GateDecision
 from mnemoproxy.gate.tokens import count_tokens
 from mnemoproxy.memory import Fact, Kind, SearchResult
@@ -33,6 +41,13 @@ PRIMARY_KIND: dict[str, Kind] = {
 }
 # How many of the gate's own section's best items go first, whatever their score.
 PRIMARY_LEAD = 3
+# Most tokens one message or summary contributes: a sentence or two. Measured on the
+# LongMemEval and LoCoMo dev data (evidence in an 800-token block): 25 tokens cut answers
+# short, 55 and more fit fewer pieces of evidence.
+EXCERPT_TOKENS = 40
+# A line's bullet and label; a conversation's date line.
+LINE_OVERHEAD = 4
+GROUP_OVERHEAD = 8
 
 
 @dataclass
@@ -42,6 +57,9 @@ class PlannedItem:
     line: str
     score: float
     at: float | None = None
+    group: str = ""  # the conversation it belongs to (facts: none)
+    speaker: str = ""  # user | assistant | summary (facts: none)
+    position: tuple[int, int] = (0, 0)  # (turn, user before assistant) within it
 
 
 @dataclass
@@ -60,24 +78,23 @@ def _date(ts: float | None) -> str:
     return datetime.fromtimestamp(ts, UTC).strftime("%Y-%m-%d") if ts else ""
 
 
-def _line(result: SearchResult) -> str:
-    """One search result as a line of the block."""
-    text = _fenced_safe(result.text)
-    if result.kind in ("identity", "pinned"):
-        return text
-    date = _date(result.at)
-    if result.kind == "episode":
-        return f"[{date}] {text}" if date else text
-    role = result.provenance.get("role", "")
-    speaker = "user" if role == "user" else "assistant"
-    return (f"[{date}] " if date else "") + f"{speaker}: {text}"
+def _key(text: str) -> str:
+    return " ".join(text.lower().replace("…", " ").split())
 
 
-def candidates(results: Sequence[SearchResult], decision: GateDecision) -> list[PlannedItem]:
-    """The gate's section leads with its best few items; after them, every section's
-    items compete on the hybrid score, so the budget goes where the evidence is."""
+def _group(result: SearchResult) -> str:
+    session = result.provenance.get("session_id")
+    return f"session:{session}" if session is not None else f"{result.kind}:{result.item_id}"
+
+
+def candidates(
+    results: Sequence[SearchResult], decision: GateDecision, question: str = ""
+) -> list[PlannedItem]:
+    """The gate's section leads with its best few items; after them, every kind competes on
+    the hybrid score. Messages and summaries become excerpts for `question`."""
     primary_kind = PRIMARY_KIND.get(decision.section, "episode")
     primary = [r for r in results if r.kind == primary_kind]
+    query = Query.of(question, [r.text for r in results])
     items: list[PlannedItem] = []
     seen: set[tuple[Kind, int]] = set()
     for result in [*primary[:PRIMARY_LEAD], *results]:
@@ -85,8 +102,25 @@ def candidates(results: Sequence[SearchResult], decision: GateDecision) -> list[
         if key in seen or result.kind == "identity":  # identity facts are added whole, apart
             continue
         seen.add(key)
+        text = _fenced_safe(result.text)
+        if result.kind == "pinned":
+            items.append(PlannedItem("pinned", result.item_id, text, result.score, result.at))
+            continue
+        speaker = "summary" if result.kind == "episode" else (
+            "user" if result.provenance.get("role") == "user" else "assistant"
+        )
+        position = (int(result.provenance.get("turn_index", -1)), speaker != "user")
         items.append(
-            PlannedItem(result.kind, result.item_id, _line(result), result.score, result.at)
+            PlannedItem(
+                result.kind,
+                result.item_id,
+                excerpt(text, query, EXCERPT_TOKENS),
+                result.score,
+                result.at,
+                _group(result),
+                speaker,
+                position,
+            )
         )
     return items
 
@@ -111,6 +145,7 @@ class Planner:
         now: float | None = None,
         *,
         budget: int | None = None,
+        question: str = "",
     ) -> MemoryBlock | None:
         """The block for this request from the agent's identity facts and the hybrid search
         `results` (every kind, best first), within `budget` tokens (default: all of the
@@ -122,7 +157,8 @@ class Planner:
             PlannedItem("identity", f.id, _fenced_safe(f.content), f.salience)
             for f in identity_facts
         ]
-        return self.fit(identity, candidates(results, decision), now, budget=budget)
+        ranked = candidates(results, decision, question)
+        return self.fit(identity, ranked, now, budget=budget)
 
     def fit(
         self,
@@ -132,15 +168,25 @@ class Planner:
         *,
         budget: int | None = None,
     ) -> MemoryBlock | None:
-        """Greedy fill by rank under the budget, then trim until the render fits."""
+        """Fill by rank under the budget, skipping repeats, then trim until the render
+        fits."""
         budget = self.budget if budget is None else min(budget, self.budget)
         chosen: list[PlannedItem] = []
+        keys: list[str] = []
+        groups: set[str] = set()
         used = count_tokens(self._render([], now))
         for item in [*identity, *ranked]:
-            cost = count_tokens(item.line) + 3  # the bullet, the newline, a section header
+            key = _key(item.line)
+            if not key or any(key in other or other in key for other in keys):
+                continue  # a repeat of a line already chosen
+            cost = count_tokens(item.line) + LINE_OVERHEAD
+            if item.group and item.group not in groups:
+                cost += GROUP_OVERHEAD
             if used + cost > budget:
                 continue
             chosen.append(item)
+            keys.append(key)
+            groups.add(item.group)
             used += cost
         while chosen:
             text = self._render(chosen, now)
@@ -152,17 +198,34 @@ class Planner:
 
     def _render(self, items: Sequence[PlannedItem], now: float) -> str:
         by_kind: dict[str, list[PlannedItem]] = {}
+        conversations: dict[str, list[PlannedItem]] = {}
         for item in items:
-            by_kind.setdefault(item.kind, []).append(item)
-        # Conversation lines read best in time order; facts in rank order.
-        for kind in ("episode", "transcript"):
-            by_kind.get(kind, []).sort(key=lambda i: i.at or 0.0)
+            if item.group:
+                conversations.setdefault(item.group, []).append(item)
+            else:
+                by_kind.setdefault(item.kind, []).append(item)
+        # Conversations newest first, each in the order it was said (its summary, which
+        # has no turn of its own, first).
+        ordered = sorted(
+            conversations.values(),
+            key=lambda lines: max((i.at or 0.0) for i in lines),
+            reverse=True,
+        )
+        groups = [
+            {
+                "date": _date(max((i.at or 0.0) for i in lines)),
+                "lines": [
+                    f"{i.speaker}: {i.line}"
+                    for i in sorted(lines, key=lambda i: (i.at or 0.0, i.position))
+                ],
+            }
+            for lines in ordered
+        ]
         return self._template.render(
             today=datetime.fromtimestamp(now, UTC).strftime("%A, %Y-%m-%d"),
             fence_open=FENCE_OPEN,
             fence_close=FENCE_CLOSE,
             identity=[i.line for i in by_kind.get("identity", [])],
             pinned=[i.line for i in by_kind.get("pinned", [])],
-            episodes=[i.line for i in by_kind.get("episode", [])],
-            transcript=[i.line for i in by_kind.get("transcript", [])],
+            conversations=groups,
         ).strip()

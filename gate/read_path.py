@@ -42,6 +42,8 @@ class MemoryReader(Protocol):
         self, agent_id: str, texts: tuple[str, ...]
     ) -> list[float]: ...
 
+    async def common_words(self, agent_id: str) -> frozenset[str]: ...
+
 
 def memory_headers(
     section: str, tokens: int = 0, items: int = 0, confidence: str | None = None
@@ -135,7 +137,14 @@ class ReadPath:
         async def probe(names: Sequence[str]) -> Evidence:
             found_items = await results()
             texts = [r.text for r in found_items[:NAME_SHARE_ITEMS]]
-            shares = {name: sum(name in text for text in texts) / len(texts) for name in names}
+            common = await self.memory.common_words(agent_id)
+            shares = {
+                # A name most of the memory says is as central as a name can be.
+                name: 1.0 if name.lower() in common else (
+                    sum(name in text for text in texts) / max(1, len(texts))
+                )
+                for name in names
+            }
             return Evidence(
                 similarity=max((r.components.get("vector", 0.0) for r in found_items), default=0.0),
                 reference=await self.memory.reference_similarities(agent_id, REFERENCE_PROMPTS),
@@ -149,7 +158,9 @@ class ReadPath:
             return ReadResult(decision)
         identity = await self.memory.identity_facts(agent_id)
         budget = round(self.planner.budget * BUDGET_SHARE[decision.confidence])
-        block = self.planner.plan(identity, await results(), decision, now, budget=budget)
+        block = self.planner.plan(
+            identity, await results(), decision, now, budget=budget, question=text
+        )
         if block is None:
             return ReadResult(decision)
         return ReadResult(decision, block, inject(messages, block.text, self.injection))

@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 
 from mnemoproxy.errors import InvalidArgument
+from mnemoproxy.memory.common_terms import CommonTerms, without
 from mnemoproxy.memory.embedders import Embedder
 from mnemoproxy.memory.models import KINDS, Kind
 from mnemoproxy.memory.query_terms import MATCH_BUDGET, query_terms
@@ -82,6 +83,7 @@ class Retriever:
         self.store = store
         self.vectors = vectors
         self.embedder = embedder
+        self.common_terms = CommonTerms(store)
 
     async def search(
         self,
@@ -110,10 +112,12 @@ class Retriever:
         item_types = tuple(dict.fromkeys(item_type_of(kind) for kind in KINDS if kind in wanted))
         pool = max(fusion.pool, top_k)
 
+        # Words most of the agent's memory says match everything: both halves look past them.
+        telling = without(text, await self.common_words(agent_id))
         # The query embedding (a thread) and the FTS queries (the reader's thread) overlap.
         bm25, vector = await asyncio.gather(
-            self._bm25_scores(agent_id, text, item_types, since, pool, fusion),
-            self._vector_scores(agent_id, text, item_types, pool, fusion),
+            self._bm25_scores(agent_id, telling, item_types, since, pool, fusion),
+            self._vector_scores(agent_id, telling, item_types, pool, fusion),
         )
         fused = _blend(bm25, vector, fusion.vector_weight)
         # Only the weakest vector-only candidate scores exactly 0: not worth returning.
@@ -146,6 +150,9 @@ class Retriever:
         if mmr_lambda is not None and len(results) > 1:
             return await self._mmr(agent_id, results, top_k, mmr_lambda)
         return results[:top_k]
+
+    async def common_words(self, agent_id: str) -> frozenset[str]:
+        return await self.common_terms.of(agent_id, await self.vectors.size(agent_id))
 
     async def _fetch(
         self,

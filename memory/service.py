@@ -235,6 +235,11 @@ class Memory:
             self._measured.popitem(last=False)
         return self._measured[agent_id].similarities
 
+    async def common_words(self, agent_id: str) -> frozenset[str]:
+        """Words in a large share of the agent's messages (see memory/common_terms.py): the
+        names of the people a history is about, among others."""
+        return await self._retriever.common_words(agent_id)
+
     def note_used(self, agent_id: str, items: Iterable[tuple[Kind, int]]) -> None:
         """Count that these items were put in front of the model (in the background)."""
         used = [(item_type_of(kind), item_id) for kind, item_id in items]

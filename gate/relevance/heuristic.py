@@ -12,10 +12,11 @@ In order, the first that speaks decides:
    suggestions?", "a show for me to watch tonight", "my high school reunion"): memory;
    the whole budget when retrieval stands out from the agent's yardstick, a small block
    of the best few items otherwise.
-5. A question (not a mere request) naming what the agent's memory holds: a known entity,
-   or a name (a person, a place, a quoted title) found in the retrieved items. Memory
-   when retrieval beats half the reference prompts for a known or central name (one most
-   retrieved items mention), nine tenths of them for any other.
+5. A question (not a mere request) naming what the agent's memory holds. A name its
+   memory says throughout (the people a history is about): memory. A known entity, or a
+   name most retrieved items mention: memory when retrieval beats half the reference
+   prompts. Any other name (a person, a place, a quoted title) found in the retrieved
+   items: when it beats nine tenths of them.
 6. Any other question whose retrieval beats every reference prompt by a margin: a small
    block.
 
@@ -59,8 +60,10 @@ CENTRAL_NAME = 0.5
 NAMED = 0.9
 UNNAMED = 1.0
 UNNAMED_MARGIN = 0.05
-# A name in this share of the retrieved items is central to what memory holds on it.
+# A name in this share of the retrieved items is central to what memory holds on it; a
+# name the agent's memory says throughout (memory/common_terms.py) counts as 1.0.
 CENTRAL_NAME_SHARE = 0.5
+THROUGHOUT = 1.0
 
 
 def _rule_matches(cues: Cues) -> dict[str, str]:
@@ -139,11 +142,13 @@ class HeuristicGate:
         if cues.entity is not None and evidence.beats(CENTRAL_NAME):
             why = f"a name memory knows: '{cues.entity}', {seen}"
             return GateDecision("episode", why, "medium")
+        names = ", ".join(evidence.names)
+        if evidence.name_share >= THROUGHOUT:
+            # A name the agent's memory says throughout: the question is about its people.
+            return GateDecision("episode", f"names what memory is about: {names}", "medium")
         central = evidence.name_share >= CENTRAL_NAME_SHARE
         if evidence.names and evidence.beats(CENTRAL_NAME if central else NAMED):
-            return GateDecision(
-                "episode", f"names memory holds: {', '.join(evidence.names)}, {seen}", "medium"
-            )
+            return GateDecision("episode", f"names memory holds: {names}, {seen}", "medium")
         if evidence.beats(UNNAMED, UNNAMED_MARGIN):
             return GateDecision("episode", f"stands out in memory: {seen}", "low")
         return GateDecision("none", f"nothing stands out in memory: {seen}")

@@ -41,8 +41,9 @@ class Evidence:
     reference: the same for the gate's reference prompts (requests anyone might send),
     sorted: the agent's own yardstick of "merely on a topic memory also touches".
     names: names from the message (people, places, titles) found in the retrieved items.
-    name_share: the largest share of the retrieved items one of those names occurs in: a
-    name most of them mention is central to what memory holds on the question.
+    name_share: the largest share of the retrieved items one of those names occurs in (1.0
+    for a name the agent's memory says throughout): a name most of them mention is central
+    to what memory holds on the question.
     """
 
     similarity: float

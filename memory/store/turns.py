@@ -97,6 +97,14 @@ class TurnQueries(Database):
         )
         return int(value)
 
+    async def latest_messages(self, agent_id: str, limit: int) -> list[str]:
+        """The texts of the agent's latest `limit` messages, newest first."""
+        rows = await self._fetchall(
+            "SELECT content FROM transcript WHERE agent_id = ? ORDER BY at DESC LIMIT ?",
+            (require_agent(agent_id), limit),
+        )
+        return [r[0] for r in rows]
+
     async def session_transcript(self, agent_id: str, session_id: int) -> list[TranscriptMessage]:
         rows = await self._fetchall(
             "SELECT turn_index, role, content, at FROM transcript "

@@ -111,19 +111,36 @@ def _topics(weights: Weights) -> list[str]:
     return (pairs + singles)[:_MAX_TOPICS]
 
 
-def _sentence_score(sentence: Span, top_terms: set[str], weights: Weights,
-                    has_fact: bool) -> float:
+def _sentence_score(sentence: Span, top_terms: dict[str, float], has_fact: bool) -> float:
     vocab = sentence.doc.vocab
     terms = {term for t in sentence if (term := _content_term(vocab, t.orth)) is not None}
     if not terms:
         return 0.0
-    overlap = sum(weights.get(t, 0.0) for t in terms & top_terms)
+    overlap = sum(top_terms.get(t, 0.0) for t in terms)
     return overlap + math.log1p(len(terms)) + (3.0 if has_fact else 0.0)
+
+
+def _spread(user_docs: Sequence[Doc]) -> Counter[str]:
+    """In how many of the user's messages each content word occurs."""
+    counts: Counter[str] = Counter()
+    for doc in user_docs:
+        counts.update(
+            {term for t in doc if (term := _content_term(doc.vocab, t.orth)) is not None}
+        )
+    return counts
 
 
 def _summary(user_docs: Sequence[Doc], weights: Weights,
              fact_sentences: set[tuple[int, int]]) -> str:
-    top_terms = {t for t, _ in _ranked(weights, singles_only=True)[:_TOP_TERMS]}
+    # A word in nearly every message (the name of the person spoken to, a speaker's label)
+    # is frequent but tells one message from another no better than "thanks": the
+    # sentences worth quoting are the ones with the session's frequent *and* telling words.
+    spread, messages = _spread(user_docs), max(1, len(user_docs))
+    telling = {
+        term: math.log1p(weight) * math.log((messages + 1) / max(1, spread[term]))
+        for term, weight in _ranked(weights, singles_only=True)
+    }
+    top_terms = dict(sorted(telling.items(), key=lambda item: -item[1])[:_TOP_TERMS])
     candidates = [
         (index, sentence)
         for index, sentence in enumerate(s for doc in user_docs for s in doc.sents)
@@ -132,7 +149,7 @@ def _summary(user_docs: Sequence[Doc], weights: Weights,
     ranked = sorted(
         candidates,
         key=lambda c: -_sentence_score(
-            c[1], top_terms, weights, (id(c[1].doc), c[1].start) in fact_sentences
+            c[1], top_terms, (id(c[1].doc), c[1].start) in fact_sentences
         ),
     )
     chosen = sorted(ranked[:_SUMMARY_SENTENCES], key=lambda c: c[0])
