@@ -12,13 +12,14 @@ from __future__ import annotations
 
 import math
 import re
+from bisect import bisect_right
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
-
-from mnemoproxy.gate.tokens import count_tokens
+from functools import lru_cache
 
 ELLIPSIS = "…"
+CHARS_PER_TOKEN = 3.8
 _WORD = re.compile(r"[^\W_]+", re.UNICODE)
 # A break after ., ! or ? followed by a space, and at every line break.
 _SENTENCE = re.compile(r"[^.!?\n]*(?:[.!?]+(?=\s|$)|\n|$)")
@@ -35,17 +36,21 @@ _STOP = frozenset(
 _SUFFIXES = ("ing", "ed", "es", "s", "ly")
 
 
-def stem(word: str) -> str:
-    """A crude stem, enough to meet "careers" with "career" and "visited" with "visit"."""
+@lru_cache(maxsize=65_536)
+def stem(word: str) -> str | None:
+    """A crude stem of a lower-cased word, enough to meet "careers" with "career" and
+    "visited" with "visit"; None for a word too common to tell sentences apart."""
+    if word in _STOP:
+        return None
     for suffix in _SUFFIXES:
         if len(word) > len(suffix) + 3 and word.endswith(suffix):
             return word[: -len(suffix)]
     return word
 
 
-def terms(text: str) -> list[str]:
-    """The stems of `text`'s content words, in order, repeats kept."""
-    return [stem(w) for w in (m.lower() for m in _WORD.findall(text)) if w not in _STOP]
+def terms(text: str) -> set[str]:
+    """The stems of `text`'s content words."""
+    return {s for w in _WORD.findall(text.lower()) if (s := stem(w)) is not None}
 
 
 @dataclass(frozen=True)
@@ -53,42 +58,77 @@ class Query:
     """The question's terms, weighted by how rare they are among the candidate texts."""
 
     weights: dict[str, float]
+    # Words that start with one of the terms: only those are stemmed and looked up, which
+    # spares stemming every word of every candidate.
+    pattern: re.Pattern[str] | None
 
     @classmethod
     def of(cls, question: str, candidates: Sequence[str]) -> Query:
-        wanted = set(terms(question))
+        wanted = terms(question)
+        if not wanted:
+            return cls({}, None)
+        pattern = re.compile(
+            r"\b(?:" + "|".join(re.escape(t) for t in sorted(wanted)) + r")\w*", re.IGNORECASE
+        )
+        query = cls(dict.fromkeys(wanted, 1.0), pattern)
         holding: Counter[str] = Counter()
         for text in candidates:
-            holding.update(wanted & set(terms(text)))
+            holding.update(query.terms_in(text))
         pool = max(1, len(candidates))
-        return cls({t: math.log(1.0 + pool / (1.0 + holding[t])) for t in wanted})
+        weights = {t: math.log(1.0 + pool / (1.0 + holding[t])) for t in wanted}
+        return cls(weights, pattern)
 
-    def score(self, sentence_terms: Sequence[str]) -> float:
-        return sum(self.weights.get(t, 0.0) for t in set(sentence_terms))
+    def terms_in(self, text: str) -> set[str]:
+        if self.pattern is None:
+            return set()
+        found = {stem(word.lower()) for word in self.pattern.findall(text)}
+        return {t for t in found if t in self.weights}
+
+    def score(self, text: str) -> float:
+        return sum(self.weights[t] for t in self.terms_in(text))
+
+    def sentence_scores(self, text: str, spans: Sequence[tuple[int, int]]) -> list[float]:
+        """The score of each sentence (its (start, end) in `text`), from one pass over the
+        text."""
+        found: list[set[str]] = [set() for _ in spans]
+        if self.pattern is not None:
+            starts = [start for start, _ in spans]
+            for match in self.pattern.finditer(text):
+                term = stem(match.group().lower())
+                if term in self.weights:
+                    found[bisect_right(starts, match.start()) - 1].add(term)
+        return [sum(self.weights[t] for t in terms) for terms in found]
 
 
-def sentences(text: str) -> list[str]:
-    return [s.strip() for s in _SENTENCE.findall(text) if s.strip()]
+def sentence_spans(text: str) -> list[tuple[int, int]]:
+    """(start, end) of each non-blank sentence of `text`."""
+    return [m.span() for m in _SENTENCE.finditer(text) if m.group().strip()]
 
 
 def excerpt(text: str, query: Query, max_tokens: int) -> str:
     """`text` whole when it fits in `max_tokens`; else its best sentences for `query` (the
     best one, then its neighbours while they fit), "…" marking what was left out. A text
-    none of whose sentences shares a word with the question keeps its opening."""
+    none of whose sentences shares a word with the question keeps its opening.
+
+    Sizes are judged by characters (CHARS_PER_TOKEN, a little under English's average):
+    the planner counts the real tokens of what it keeps, and this runs on every candidate
+    considered for a block."""
     flat = " ".join(text.split())
-    if count_tokens(flat) <= max_tokens:
+    room = int(max_tokens * CHARS_PER_TOKEN)
+    if len(flat) <= room:
         return flat
-    parts = sentences(text)
-    if not parts:
-        return _cut(flat, max_tokens)
-    scores = [query.score(terms(part)) for part in parts]
+    spans = sentence_spans(text)
+    if not spans:
+        return _cut(flat, room)
+    scores = query.sentence_scores(text, spans)
+    parts = [text[start:end].strip() for start, end in spans]
     best = max(range(len(parts)), key=lambda i: (scores[i], -i))
     if scores[best] <= 0:
         best = 0
     chosen = {best}
-    used = count_tokens(parts[best])
-    if used > max_tokens:
-        return _cut(parts[best], max_tokens, lead=best > 0)
+    used = len(parts[best])
+    if used > room:
+        return _cut(parts[best], room, lead=best > 0)
     # Grow around the best sentence: the better-scoring neighbour first, then the other.
     low, high = best - 1, best + 1
     while low >= 0 or high < len(parts):
@@ -97,8 +137,8 @@ def excerpt(text: str, query: Query, max_tokens: int) -> str:
         )
         grown = False
         for i in order:
-            cost = count_tokens(parts[i]) + 1
-            if used + cost <= max_tokens:
+            cost = len(parts[i]) + 1
+            if used + cost <= room:
                 chosen.add(i)
                 used += cost
                 grown = True
@@ -127,15 +167,7 @@ def _join(parts: Sequence[str], chosen: Sequence[int]) -> str:
     return " ".join(out)
 
 
-def _cut(text: str, max_tokens: int, *, lead: bool = False) -> str:
-    """The opening of one over-long sentence, by words, within `max_tokens`."""
-    words = text.split()
-    low, high = 1, len(words)
-    while low < high:  # the most words that fit, by bisection on the token count
-        middle = (low + high + 1) // 2
-        if count_tokens(" ".join(words[:middle])) + 2 <= max_tokens:
-            low = middle
-        else:
-            high = middle - 1
-    head = " ".join(words[:low])
+def _cut(text: str, room: int, *, lead: bool = False) -> str:
+    """The opening of one over-long sentence, by whole words, within `room` characters."""
+    head = " ".join(text[:room].split()[:-1]) or text[:room]
     return f"{ELLIPSIS} {head} {ELLIPSIS}" if lead else f"{head} {ELLIPSIS}"

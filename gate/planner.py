@@ -44,10 +44,11 @@ PRIMARY_LEAD = 3
 # Most tokens one message or summary contributes: a sentence or two. Measured on the
 # LongMemEval and LoCoMo dev data (evidence in an 800-token block): 25 tokens cut answers
 # short, 55 and more fit fewer pieces of evidence.
-EXCERPT_TOKENS = 40
+EXCERPT_TOKENS = 50
 # A line's bullet and label; a conversation's date line.
 LINE_OVERHEAD = 4
 GROUP_OVERHEAD = 8
+MIN_LINE_TOKENS = 12
 
 
 @dataclass
@@ -60,6 +61,14 @@ class PlannedItem:
     group: str = ""  # the conversation it belongs to (facts: none)
     speaker: str = ""  # user | assistant | summary (facts: none)
     position: tuple[int, int] = (0, 0)  # (turn, user before assistant) within it
+    # For a message or summary: the question its excerpt is cut for, cut only when the
+    # item is considered for the block (most candidates never are).
+    query: Query | None = None
+
+    def settle(self) -> None:
+        if self.query is not None:
+            self.line = excerpt(self.line, self.query, EXCERPT_TOKENS)
+            self.query = None
 
 
 @dataclass
@@ -114,12 +123,13 @@ def candidates(
             PlannedItem(
                 result.kind,
                 result.item_id,
-                excerpt(text, query, EXCERPT_TOKENS),
+                text,
                 result.score,
                 result.at,
                 _group(result),
                 speaker,
                 position,
+                query,
             )
         )
     return items
@@ -176,6 +186,9 @@ class Planner:
         groups: set[str] = set()
         used = count_tokens(self._render([], now))
         for item in [*identity, *ranked]:
+            if budget - used < MIN_LINE_TOKENS:
+                break  # nothing more fits
+            item.settle()
             key = _key(item.line)
             if not key or any(key in other or other in key for other in keys):
                 continue  # a repeat of a line already chosen

@@ -17,11 +17,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
-from mnemoproxy.memory.query_terms import query_terms
+from mnemoproxy.memory.query_terms import STOP_WORDS
+
+_WORD = re.compile(r"\w+")
 
 # A word in at least this share of an agent's messages is common to its memory.
 COMMON_SHARE = 0.2
-SAMPLE_MESSAGES = 1000
+SAMPLE_MESSAGES = 500
 # Too few messages to tell a common word from a repeated one.
 MIN_SAMPLE = 30
 REMEASURE_GROWTH = 0.1
@@ -63,7 +65,9 @@ def common_words(messages: Sequence[str]) -> frozenset[str]:
         return frozenset()
     holding: Counter[str] = Counter()
     for text in messages:
-        holding.update(set(query_terms(text)))
+        holding.update(set(_WORD.findall(text.lower())))
+    for word in STOP_WORDS & holding.keys():
+        del holding[word]
     least = COMMON_SHARE * len(messages)
     return frozenset(word for word, count in holding.items() if count >= least)
 
