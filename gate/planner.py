@@ -1,8 +1,8 @@
 """Choosing what memory goes into one request, under a token budget, and rendering it.
 
 Identity facts come first (short, and nearly always useful once memory is injected at
-all). Then every candidate competes on its hybrid score, the gate's section leading with
-its best few: facts and episodes do not push conversation out by kind, only by rank. A
+all). Then every candidate competes on its hybrid score: facts and episodes do not push
+conversation out by kind, only by rank. A
 long message contributes an excerpt (gate/excerpt.py), so the budget holds many pieces of
 evidence instead of three or four messages; a line that repeats one already chosen is
 skipped.
@@ -32,15 +32,6 @@ TEMPLATES = Path(__file__).parent / "templates"
 FENCE_OPEN = "<recalled_memory>"
 FENCE_CLOSE = "</recalled_memory>"
 
-# The kind each gate section leads with (identity facts are always added apart).
-PRIMARY_KIND: dict[str, Kind] = {
-    "identity": "pinned",
-    "pinned": "pinned",
-    "episode": "episode",
-    "transcript": "transcript",
-}
-# How many of the gate's own section's best items go first, whatever their score.
-PRIMARY_LEAD = 3
 # Most tokens one message or summary contributes: a sentence or two. Measured on the
 # LongMemEval and LoCoMo dev data (evidence in an 800-token block): 25 tokens cut answers
 # short, 55 and more fit fewer pieces of evidence.
@@ -96,17 +87,14 @@ def _group(result: SearchResult) -> str:
     return f"session:{session}" if session is not None else f"{result.kind}:{result.item_id}"
 
 
-def candidates(
-    results: Sequence[SearchResult], decision: GateDecision, question: str = ""
-) -> list[PlannedItem]:
-    """The gate's section leads with its best few items; after them, every kind competes on
-    the hybrid score. Messages and summaries become excerpts for `question`."""
-    primary_kind = PRIMARY_KIND.get(decision.section, "episode")
-    primary = [r for r in results if r.kind == primary_kind]
+def candidates(results: Sequence[SearchResult], question: str = "") -> list[PlannedItem]:
+    """Every kind competes on the hybrid score: a summary or a fact goes before a message
+    only when it matches better (measured: leading with the gate's section displaced
+    evidence). Messages and summaries become excerpts for `question`."""
     query = Query.of(question, [r.text for r in results])
     items: list[PlannedItem] = []
     seen: set[tuple[Kind, int]] = set()
-    for result in [*primary[:PRIMARY_LEAD], *results]:
+    for result in results:
         key = (result.kind, result.item_id)
         if key in seen or result.kind == "identity":  # identity facts are added whole, apart
             continue
@@ -167,7 +155,7 @@ class Planner:
             PlannedItem("identity", f.id, _fenced_safe(f.content), f.salience)
             for f in identity_facts
         ]
-        ranked = candidates(results, decision, question)
+        ranked = candidates(results, question)
         return self.fit(identity, ranked, now, budget=budget)
 
     def fit(
