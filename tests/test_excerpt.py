@@ -1,0 +1,58 @@
+"""Excerpts of long messages and the words an agent's memory says throughout."""
+
+from __future__ import annotations
+
+from mnemoproxy.gate.excerpt import ELLIPSIS, Query, excerpt, stem
+from mnemoproxy.memory.common_terms import common_words, without
+
+LONG = (
+    "Thanks for asking! We spent most of the weekend at my parents' place. "
+    "On Saturday I finally took the kids to the park by the river. "
+    "They fed the ducks and we stayed until sunset. "
+    "Sunday was quiet, mostly laundry and a long nap. "
+    "Next week I have a dentist appointment, which I am dreading."
+)
+
+
+def test_a_short_message_stays_whole() -> None:
+    query = Query.of("When did I go to the park?", [LONG])
+    assert excerpt("I went to the park.", query, 50) == "I went to the park."
+
+
+def test_a_long_message_gives_the_sentences_about_the_question() -> None:
+    query = Query.of("When did I take the kids to the park?", [LONG, "an unrelated text"])
+    cut = excerpt(LONG, query, 30)
+    assert "took the kids to the park" in cut
+    assert "dentist" not in cut
+    assert cut.startswith(ELLIPSIS) and cut.endswith(ELLIPSIS)
+    assert len(cut) <= 30 * 4 + 10
+
+
+def test_a_message_sharing_no_word_with_the_question_keeps_its_opening() -> None:
+    query = Query.of("What is my favourite colour?", [LONG])
+    cut = excerpt(LONG, query, 20)
+    assert cut.startswith("Thanks for asking!") and cut.endswith(ELLIPSIS)
+
+
+def test_a_word_every_candidate_holds_weighs_least() -> None:
+    candidates = [f"Caroline: message {n} about nothing" for n in range(9)]
+    candidates.append("Caroline: we went camping by the lake")
+    query = Query.of("When did Caroline go camping?", candidates)
+    assert query.weights[stem("camping")] > query.weights[stem("caroline")]
+
+
+def test_words_most_of_the_memory_says_are_common() -> None:
+    messages = [f"Melanie: day {n} was fine, thanks Caroline" for n in range(40)]
+    messages += [f"Caroline: I painted a sunset number {n}" for n in range(6)]
+    common = common_words(messages)
+    assert {"melanie", "caroline"} <= common
+    assert "sunset" not in common and "painted" not in common
+    assert common_words(messages[:5]) == frozenset()  # too few to tell
+
+
+def test_a_question_loses_its_common_words_but_never_all_of_them() -> None:
+    common = frozenset({"melanie", "caroline"})
+    assert without("When did Melanie's kids go to the park?", common) == (
+        "When did kids go to the park?"
+    )
+    assert without("Caroline?", common) == "Caroline?"
