@@ -86,6 +86,34 @@ class Settings:
     core_timeout_seconds: float = _setting(
         60.0, "Seconds one distillation call to the core model may take.", low=1, high=600
     )
+    core_max_tokens: int = _setting(
+        1024,
+        "Most tokens the core model may write for one distillation; an answer cut off there "
+        "is repaired or asked again shorter.",
+        low=64,
+        high=32768,
+    )
+    core_temperature: float = _setting(
+        0.2,
+        "Sampling temperature of core-model calls; a little above 0 keeps small models from "
+        "looping on one phrase.",
+        low=0,
+        high=2,
+    )
+    core_frequency_penalty: float = _setting(
+        0.3,
+        "Frequency penalty of core-model calls (OpenAI's parameter): discourages the "
+        "repetition small models fall into inside long JSON strings.",
+        low=-2,
+        high=2,
+    )
+    core_concurrency: int = _setting(
+        1,
+        "Distillations sent to the core model at once; more wait their turn in the "
+        "background (chat requests never wait behind them).",
+        low=1,
+        high=64,
+    )
     embedding_backend: str = _setting(
         "wordllama",
         "Embedder: wordllama (static, fast, offline), minilm (all-MiniLM-L6-v2, offline), "

@@ -7,6 +7,7 @@ core model and a remote embedder share the proxy's connections.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 from mnemoproxy.config.settings import Settings
@@ -34,12 +35,23 @@ class JsonClient(Protocol):
     ) -> dict[str, Any]: ...
 
 
+@dataclass(frozen=True)
+class Completion:
+    """What the core model answered: its text, whether it stopped because `max_tokens` ran
+    out (the text is then cut off), and the tokens it used."""
+
+    text: str
+    truncated: bool = False
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+
+
 class CoreModel(Protocol):
     """One chat completion against the core model.
 
     `json_schema` is a bare JSON Schema object (the shape of the expected reply); the client
-    wraps it into the wire format it speaks. Returns the assistant text; raises
-    `UpstreamError` or `UpstreamTimeout` on failure."""
+    wraps it into the wire format it speaks. Raises `UpstreamError` or `UpstreamTimeout`
+    on failure."""
 
     async def complete(
         self,
@@ -48,7 +60,7 @@ class CoreModel(Protocol):
         json_schema: dict[str, Any] | None = None,
         timeout: float | None = None,
         max_tokens: int | None = None,
-    ) -> str: ...
+    ) -> Completion: ...
 
 
 class CoreModelClient:
@@ -57,6 +69,8 @@ class CoreModelClient:
     def __init__(self, client: JsonClient, settings: Settings) -> None:
         self._client = client
         self.model = settings.core_model
+        self._temperature = settings.core_temperature
+        self._frequency_penalty = settings.core_frequency_penalty
         self._url = (settings.core_url or settings.upstream_url).rstrip("/") + "/chat/completions"
         self._core_url_set = bool(settings.core_url)
         self._api_key = settings.core_api_key or settings.upstream_api_key
@@ -68,8 +82,14 @@ class CoreModelClient:
         json_schema: dict[str, Any] | None = None,
         timeout: float | None = None,
         max_tokens: int | None = None,
-    ) -> str:
-        body: dict[str, Any] = {"model": self.model, "messages": messages, "temperature": 0}
+    ) -> Completion:
+        body: dict[str, Any] = {
+            "model": self.model,
+            "messages": messages,
+            "temperature": self._temperature,
+        }
+        if self._frequency_penalty:
+            body["frequency_penalty"] = self._frequency_penalty
         if max_tokens is not None:
             body["max_tokens"] = max_tokens
         if json_schema is not None:
@@ -86,7 +106,20 @@ class CoreModelClient:
             url_setting=CORE_URL_SETTING if self._core_url_set else "upstream_url",
         )
         try:
-            content = payload["choices"][0]["message"]["content"]
+            choice = payload["choices"][0]
+            content = choice["message"]["content"]
         except (KeyError, IndexError, TypeError) as exc:
             raise UpstreamError("the core model's reply has no choices[0].message") from exc
-        return content if isinstance(content, str) else ""
+        usage = payload.get("usage")
+        if not isinstance(usage, dict):
+            usage = {}
+        return Completion(
+            content if isinstance(content, str) else "",
+            truncated=choice.get("finish_reason") == "length",
+            prompt_tokens=_count(usage.get("prompt_tokens")),
+            completion_tokens=_count(usage.get("completion_tokens")),
+        )
+
+
+def _count(value: Any) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) else 0

@@ -59,6 +59,10 @@ class Distillation:
     pinned: list[FactDraft] = field(default_factory=list)
     identity: list[FactDraft] = field(default_factory=list)
 
+    @property
+    def empty(self) -> bool:
+        return self.episode is None and not self.pinned and not self.identity
+
 
 @dataclass
 class SessionInput:

@@ -300,5 +300,10 @@ class Memory:
 
 def make_distiller(settings: Settings, core: CoreModel | None) -> Distiller:
     if core is not None:
-        return LLMDistiller(core, timeout=settings.core_timeout_seconds)
+        return LLMDistiller(
+            core,
+            timeout=settings.core_timeout_seconds,
+            max_tokens=settings.core_max_tokens,
+            concurrency=settings.core_concurrency,
+        )
     return RuleDistiller()

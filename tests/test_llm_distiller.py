@@ -17,14 +17,16 @@ from mnemoproxy.memory.distill.breaker import CircuitBreaker
 from mnemoproxy.memory.distill.llm import LLMDistiller
 from mnemoproxy.memory.distill.parse import DISTILLATION_SCHEMA
 from mnemoproxy.memory.distill.protocol import Distiller
+from mnemoproxy.memory.model_server import Completion
 from mnemoproxy.memory.models import SessionInput, Turn
 from mnemoproxy.memory.redact import looks_like_secret, redact_secrets
 
 
 class FakeCoreModel:
-    """Records every call and answers from a script: a reply text, or an exception to raise."""
+    """Records every call and answers from a script: a reply text, a Completion (e.g. one cut
+    off by max_tokens), or an exception to raise."""
 
-    def __init__(self, *script: str | Exception, delay: float = 0.0):
+    def __init__(self, *script: str | Completion | Exception, delay: float = 0.0):
         self.script = list(script)
         self.delay = delay
         self.calls: list[dict[str, Any]] = []
@@ -36,7 +38,7 @@ class FakeCoreModel:
         json_schema: dict[str, Any] | None = None,
         timeout: float | None = None,
         max_tokens: int | None = None,
-    ) -> str:
+    ) -> Completion:
         self.calls.append(
             {
                 "messages": messages,
@@ -50,7 +52,7 @@ class FakeCoreModel:
         answer = self.script.pop(0)
         if isinstance(answer, Exception):
             raise answer
-        return answer
+        return answer if isinstance(answer, Completion) else Completion(answer)
 
     @property
     def prompt(self) -> str:
@@ -83,6 +85,9 @@ def session(**overrides: Any) -> SessionInput:
         "turns": [
             Turn("I moved to Paris yesterday!", "Congratulations!", datetime(2024, 5, 7, 9, 30)),
             Turn("I need to register by next Friday.", "Noted."),
+            Turn("On the train I prefer window seats. I work at Acme, in dark mode all day.",
+                 "Good to know. Do you use a password manager?"),
+            Turn("Yes, my password manager is 1Password.", "Great choice."),
         ],
         "session_date": datetime(2024, 5, 7, 9, 0),
         "known_identity": ["User lives in Berlin", "User's name is Ana"],

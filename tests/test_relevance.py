@@ -19,6 +19,7 @@ from mnemoproxy.gate.relevance import (
     make_gate,
 )
 from mnemoproxy.gate.relevance.scan import HEAD_CHARS, TAIL_CHARS
+from mnemoproxy.memory.model_server import Completion
 
 PETS = ("Luna", "Blue Lagoon", "Bob")
 
@@ -337,7 +338,7 @@ class FakeCore:
         json_schema: dict | None = None,
         timeout: float | None = None,
         max_tokens: int | None = None,
-    ) -> str:
+    ) -> Completion:
         self.calls.append(
             {"messages": messages, "schema": json_schema, "timeout": timeout, "max": max_tokens}
         )
@@ -346,8 +347,8 @@ class FakeCore:
             raise answer
         if isinstance(answer, float):
             await asyncio.sleep(answer)
-            return "identity"
-        return answer
+            return Completion("identity")
+        return Completion(answer)
 
 
 @pytest.mark.parametrize(

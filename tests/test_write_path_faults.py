@@ -36,11 +36,11 @@ GOOD = {
 TURNS = [{"user": "I'm Ivy and my cat is Miso.", "assistant": "Hi Ivy!"}]
 
 
-def ingest(server: ProxyServer, conversation: str) -> dict:
+def ingest(server: ProxyServer, conversation: str, turns: list[dict] = TURNS) -> dict:
     response = post(
         server,
         "/memory/ingest",
-        {"agent_id": "ivy", "conversation_id": conversation, "turns": TURNS},
+        {"agent_id": "ivy", "conversation_id": conversation, "turns": turns},
     )
     assert response.status_code == 200, response.text
     return response.json()["distillation"]
@@ -63,7 +63,8 @@ def test_llm_distiller_good_and_fenced_answers(fake_upstream, tmp_path):
 
         fenced = dict(GOOD, identity_facts=["User's name is Ivy", "User lives in Lisbon"])
         fake_upstream.reply("Here you go:\n```json\n" + json.dumps(fenced) + "\n```", stream=False)
-        outcome = ingest(server, "c2")
+        lisbon = [{"user": "I'm Ivy, I live in Lisbon now.", "assistant": "Nice!"}]
+        outcome = ingest(server, "c2", lisbon)
         assert outcome["status"] == "distilled", outcome
         assert outcome["facts_merged"] >= 1 and outcome["facts_added"] >= 1
         found = search(server, "ivy", "Lisbon", scope="pinned")
@@ -226,3 +227,48 @@ async def test_a_distillation_is_written_whole_or_not_at_all(tmp_path, monkeypat
         assert len(distilled) == 2  # c1 and c2, each once
     finally:
         await memory.close()
+
+
+class SlowCore:
+    """Answers the core model slowly (counting how many of its calls overlap) and anything
+    else at once, with an echo."""
+
+    def __init__(self, shared: dict, seconds: float):
+        self.shared, self.seconds = shared, seconds
+
+    async def respond(self, call):
+        import asyncio as aio
+
+        from tests.fake_upstream import JsonReply, Reply
+
+        if call.model != "fake-core-model":
+            return await Reply().respond(call)
+        self.shared["now"] += 1
+        self.shared["most"] = max(self.shared["most"], self.shared["now"])
+        await aio.sleep(self.seconds)
+        self.shared["now"] -= 1
+        message = {"role": "assistant", "content": json.dumps(GOOD)}
+        body = {"choices": [{"index": 0, "message": message, "finish_reason": "stop"}]}
+        return await JsonReply(body).respond(call)
+
+
+def test_core_calls_are_bounded_one_at_a_time_and_never_hold_up_chat(fake_upstream, tmp_path):
+    from concurrent.futures import ThreadPoolExecutor
+
+    shared = {"now": 0, "most": 0}
+    for _ in range(6):
+        fake_upstream.enqueue(SlowCore(shared, 0.6))
+    with llm_proxy(fake_upstream, tmp_path) as server, ThreadPoolExecutor(3) as pool:
+        ingests = [pool.submit(ingest, server, f"c{n}") for n in range(2)]
+        time.sleep(0.2)  # the first distillation is with the core model now
+        started = time.monotonic()
+        chat = openai.OpenAI(base_url=server.base_url, api_key="x", max_retries=0)
+        chat.chat.completions.create(model="m", messages=[{"role": "user", "content": "hi"}])
+        assert time.monotonic() - started < 0.5  # not queued behind the distillation
+        assert all(f.result()["status"] == "distilled" for f in ingests)
+    assert shared["most"] == 1
+    call = next(r.json for r in fake_upstream.requests if r.json["model"] == "fake-core-model")
+    assert call["max_tokens"] == 1024 and call["temperature"] == 0.2
+    assert call["frequency_penalty"] == 0.3
+    schema = call["response_format"]["json_schema"]["schema"]
+    assert schema["properties"]["pinned_candidates"]["maxItems"] == 8

@@ -66,7 +66,7 @@ class LLMGate:
     async def decide(self, message: str, context: GateContext) -> GateDecision:
         try:
             async with asyncio.timeout(self.timeout):
-                answer = await self._core.complete(
+                completion = await self._core.complete(
                     self._prompt(message, context),
                     json_schema=ANSWER_SCHEMA,
                     timeout=self.timeout,
@@ -77,6 +77,7 @@ class LLMGate:
         except Exception as exc:  # the classifier is optional; the chat is not
             log.warning("llm relevance gate failed, using the heuristic: %r", exc)
             return await self._fall_back(message, context, type(exc).__name__)
+        answer = completion.text
         section = parse_section(answer)
         if section is None:
             return await self._fall_back(message, context, f"unknown answer {answer[:40]!r}")

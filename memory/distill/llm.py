@@ -1,8 +1,11 @@
 """The LLM distiller: one core-model call turns a session into an episode and facts.
 
-One attempt per call. Failures surface as `UpstreamError` / `UpstreamTimeout` (the model
-server) or `DistillError` (its output); retries, backoff, the circuit breaker and
-dead-lettering belong to the caller, which sees every session's outcome.
+One call per session, and a second, shorter one only when the first ran out of tokens and
+could not be read. What comes back is checked: secrets dropped, facts kept only where the
+user's own words support them (grounding.py). Failures surface as `UpstreamError` /
+`UpstreamTimeout` (the model server) or `DistillError` (its output); retries, backoff, the
+circuit breaker and dead-lettering belong to the caller, which sees every session's
+outcome.
 """
 
 from __future__ import annotations
@@ -16,9 +19,14 @@ from typing import Any
 
 import jinja2
 
-from mnemoproxy.errors import UpstreamTimeout
-from mnemoproxy.memory.distill.parse import DISTILLATION_SCHEMA, parse_distillation
-from mnemoproxy.memory.distill.protocol import CoreModel
+from mnemoproxy.errors import DistillError, UpstreamTimeout
+from mnemoproxy.memory.distill.grounding import ground
+from mnemoproxy.memory.distill.parse import (
+    DISTILLATION_SCHEMA,
+    distillation_schema,
+    parse_distillation,
+)
+from mnemoproxy.memory.model_server import Completion, CoreModel
 from mnemoproxy.memory.models import Distillation, EpisodeDraft, FactDraft, SessionInput, Turn
 from mnemoproxy.memory.redact import looks_like_secret, redact_secrets
 
@@ -31,6 +39,12 @@ USER_TEMPLATE = "distill_user.j2"
 # win, while still bounding a client that ignores the timeout it was given.
 TIMEOUT_GRACE_SECONDS = 1.0
 TRUNCATION_MARK = " … [truncated]"
+# The second request after an answer that ran out of tokens: fewer facts, fewer words.
+SHORT_SCHEMA = distillation_schema(max_facts=3)
+SHORTER_PLEASE = (
+    "\n\nYour previous answer was too long and was cut off. Answer again, briefly: a "
+    "one-sentence summary and at most three facts."
+)
 
 
 class LLMDistiller:
@@ -46,13 +60,17 @@ class LLMDistiller:
         *,
         timeout: float = 60.0,
         templates_dir: Path = DEFAULT_TEMPLATES_DIR,
-        max_tokens: int | None = None,
+        max_tokens: int = 1024,
         max_turn_chars: int = 4000,
+        concurrency: int = 1,
     ):
         self._core = core
         self.timeout = timeout
         self.max_tokens = max_tokens
         self.max_turn_chars = max_turn_chars
+        # Distillations queue here, not at the model server: with one server slot, a chat
+        # sent meanwhile would otherwise wait behind a whole distillation.
+        self._slots = asyncio.Semaphore(concurrency)
         environment = jinja2.Environment(
             loader=jinja2.FileSystemLoader(templates_dir),
             autoescape=False,  # the output is a prompt, not HTML
@@ -81,24 +99,61 @@ class LLMDistiller:
         ]
 
     async def distill(self, session: SessionInput) -> Distillation:
+        """One session's distillation, grounded in what the user said. An answer cut off
+        by `max_tokens` keeps what it finished; one that cannot be read that way is asked
+        for once more, shorter, and then given up on with the reason."""
         if not any(turn.user.strip() or turn.assistant.strip() for turn in session.turns):
             return Distillation()
         messages = self.render_messages(session)
+        async with self._slots:
+            answer = await self._ask(messages, DISTILLATION_SCHEMA, session.session_id)
+            try:
+                distillation = parse_distillation(answer.text, truncated=answer.truncated)
+                if answer.truncated and distillation.empty:
+                    raise DistillError("the answer ran out before it finished anything")
+            except DistillError:
+                if not answer.truncated:
+                    raise
+                log.info(
+                    "the core model ran out of tokens (core_max_tokens=%d) distilling session "
+                    "%s; asking once more for a shorter answer", self.max_tokens,
+                    session.session_id,
+                )
+                answer = await self._ask(
+                    [*messages[:-1], {**messages[-1], "content": messages[-1]["content"]
+                                      + SHORTER_PLEASE}],
+                    SHORT_SCHEMA,
+                    session.session_id,
+                )
+                try:
+                    distillation = parse_distillation(answer.text, truncated=answer.truncated)
+                    if answer.truncated and distillation.empty:
+                        raise DistillError("the answer ran out before it finished anything")
+                except DistillError as exc:
+                    raise DistillError(
+                        f"the answer ran past core_max_tokens ({self.max_tokens}) twice and "
+                        f"could not be read ({exc.reason}); raise core_max_tokens or use a "
+                        "model that follows the JSON schema"
+                    ) from exc
+        return ground(_without_secrets(distillation, session.session_id), session)
+
+    async def _ask(
+        self, messages: list[dict[str, Any]], schema: dict[str, Any], session_id: str
+    ) -> Completion:
         try:
             async with asyncio.timeout(self.timeout + TIMEOUT_GRACE_SECONDS):
-                reply = await self._core.complete(
+                return await self._core.complete(
                     messages,
-                    json_schema=DISTILLATION_SCHEMA,
+                    json_schema=schema,
                     timeout=self.timeout,
                     max_tokens=self.max_tokens,
                 )
         except TimeoutError as exc:
             raise UpstreamTimeout(
                 f"The core model did not answer within {self.timeout:g} s while distilling "
-                f"session {session.session_id!r}; check the core model server or raise the "
-                "distill timeout."
+                f"session {session_id!r}; check the core model server or raise "
+                "core_timeout_seconds."
             ) from exc
-        return _without_secrets(parse_distillation(reply), session.session_id)
 
     def _prompt_turn(self, turn: Turn) -> dict[str, str]:
         return {

@@ -25,45 +25,72 @@ TOP_LEVEL_KEYS = ("episode", "pinned_candidates", "identity_facts")
 # Each "{" in the reply is a possible start of the answer; a cap keeps a brace-heavy
 # garbage reply from costing quadratic time.
 MAX_OBJECT_STARTS = 64
+# A cut-off reply is closed at one of its last this many value boundaries.
+MAX_REPAIR_TRIES = 200
 
-_STRING_LIST: dict[str, Any] = {"type": "array", "items": {"type": "string"}}
 _SALIENCE: dict[str, Any] = {"type": "number", "minimum": 0, "maximum": 1}
+# Bounds on every list and string: a server that turns the schema into a grammar
+# (llama.cpp, vLLM) cannot loop inside a string or a list until its context is full, and
+# an answer within them fits core_max_tokens.
+MAX_SUMMARY_CHARS = 400
+MAX_FACT_CHARS = 160
+MAX_LABEL_CHARS = 60
+MAX_LABELS = 6
+MAX_FACTS = 8
 
-# Written so that strict structured-output modes accept it: every property required, no extras.
-DISTILLATION_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "additionalProperties": False,
-    "required": list(TOP_LEVEL_KEYS),
-    "properties": {
-        "episode": {
-            "type": "object",
-            "additionalProperties": False,
-            "required": ["summary", "topics", "entities", "decisions", "action_items", "salience"],
-            "properties": {
-                "summary": {"type": "string"},
-                "topics": _STRING_LIST,
-                "entities": _STRING_LIST,
-                "decisions": _STRING_LIST,
-                "action_items": _STRING_LIST,
-                "salience": _SALIENCE,
-            },
-        },
-        "pinned_candidates": {
-            "type": "array",
-            "items": {
+
+def _strings(max_items: int, max_chars: int) -> dict[str, Any]:
+    return {
+        "type": "array",
+        "maxItems": max_items,
+        "items": {"type": "string", "maxLength": max_chars},
+    }
+
+
+def distillation_schema(max_facts: int = MAX_FACTS) -> dict[str, Any]:
+    """The answer's JSON Schema, written so that strict structured-output modes accept it:
+    every property required, no extras. `max_facts` bounds each fact list (a shorter
+    second request after an answer that ran out asks for fewer)."""
+    return {
+        "type": "object",
+        "additionalProperties": False,
+        "required": list(TOP_LEVEL_KEYS),
+        "properties": {
+            "episode": {
                 "type": "object",
                 "additionalProperties": False,
-                "required": ["content", "salience", "tags"],
+                "required": [
+                    "summary", "topics", "entities", "decisions", "action_items", "salience"
+                ],
                 "properties": {
-                    "content": {"type": "string"},
+                    "summary": {"type": "string", "maxLength": MAX_SUMMARY_CHARS},
+                    "topics": _strings(MAX_LABELS, MAX_LABEL_CHARS),
+                    "entities": _strings(MAX_LABELS * 2, MAX_LABEL_CHARS),
+                    "decisions": _strings(MAX_LABELS, MAX_FACT_CHARS),
+                    "action_items": _strings(MAX_LABELS, MAX_FACT_CHARS),
                     "salience": _SALIENCE,
-                    "tags": _STRING_LIST,
                 },
             },
+            "pinned_candidates": {
+                "type": "array",
+                "maxItems": max_facts,
+                "items": {
+                    "type": "object",
+                    "additionalProperties": False,
+                    "required": ["content", "salience", "tags"],
+                    "properties": {
+                        "content": {"type": "string", "maxLength": MAX_FACT_CHARS},
+                        "salience": _SALIENCE,
+                        "tags": _strings(4, 30),
+                    },
+                },
+            },
+            "identity_facts": _strings(max_facts, MAX_FACT_CHARS),
         },
-        "identity_facts": _STRING_LIST,
-    },
-}
+    }
+
+
+DISTILLATION_SCHEMA: dict[str, Any] = distillation_schema()
 
 _THINK_BLOCK = re.compile(r"<think(?:ing)?>.*?</think(?:ing)?>", re.DOTALL | re.IGNORECASE)
 _FENCED_BLOCK = re.compile(r"```[A-Za-z0-9_-]*[ \t]*\n?(.*?)```", re.DOTALL)
@@ -71,12 +98,15 @@ _FACT_TEXT_KEYS = ("content", "fact", "text")
 _DECODER = json.JSONDecoder()
 
 
-def parse_distillation(text: str) -> Distillation:
+def parse_distillation(text: str, *, truncated: bool = False) -> Distillation:
     """Read a core-model reply into a `Distillation`; raise `DistillError` if it is unusable.
 
     A reply with the expected keys but nothing in them is a valid "nothing worth keeping"
-    answer and gives an empty `Distillation`.
+    answer and gives an empty `Distillation`. A `truncated` reply (the model ran out of
+    tokens) is closed after its last complete value: what was finished is kept.
     """
+    if truncated:
+        text = close_truncated(text)
     data = _extract_object(text)
     episode = _episode(data.get("episode"))
     identity = _facts(data.get("identity_facts"), kind="identity", salience=IDENTITY_SALIENCE)
@@ -103,6 +133,41 @@ def _extract_object(text: str) -> dict[str, Any]:
             f"the reply's JSON has none of the keys {', '.join(TOP_LEVEL_KEYS)}: {_preview(body)}"
         )
     raise DistillError(f"no JSON object could be read from the reply: {_preview(body)}")
+
+
+def close_truncated(text: str) -> str:
+    """A reply cut off mid-answer, closed after its last complete value: the text up to the
+    last comma or opening bracket outside a string, plus the brackets still open there.
+    The text itself when it already parses, or when no such point exists."""
+    start = text.find("{")
+    if start < 0:
+        return text
+    body = text[start:]
+    try:
+        json.loads(body)
+        return text
+    except ValueError:
+        pass
+    stack: list[str] = []
+    cuts: list[tuple[int, str]] = []  # (where to cut, the closers needed there)
+    for index, char, quoted in _json_chars(body):
+        if quoted:
+            continue
+        if char in "{[":
+            stack.append("}" if char == "{" else "]")
+            cuts.append((index + 1, "".join(reversed(stack))))
+        elif char in "}]" and stack:
+            stack.pop()
+        elif char == ",":
+            cuts.append((index, "".join(reversed(stack))))
+    for cut, closers in reversed(cuts[-MAX_REPAIR_TRIES:]):
+        candidate = body[:cut].rstrip().rstrip(",") + closers
+        try:
+            json.loads(candidate)
+        except ValueError:
+            continue
+        return candidate
+    return text
 
 
 def _candidate_objects(body: str) -> Iterator[dict[str, Any]]:

@@ -1,0 +1,89 @@
+"""Keeping only what the user said: a check on every fact a core model distils.
+
+Small models copy the examples of their prompt ("User lives in Berlin" for someone who
+never said so), take the assistant's suggestions for the user's facts, and fill identity
+with guesses. A fact is kept only when the user's own words in the session support it:
+every name and number it holds occurs there, and so do most of its other words. An
+identity fact needs more: a sentence where the user speaks of themselves ("I", "my") and
+says one of its words; a grounded fact without one is kept as an ordinary pinned fact.
+A fact must also be a statement about the user, not a fragment. The episode stays (it
+sums up both sides), minus entities the session never mentions.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import replace
+
+from mnemoproxy.memory.models import Distillation, EpisodeDraft, FactDraft, SessionInput
+from mnemoproxy.memory.words import WORD, content_words
+
+# Most of a fact's plain words must be the user's; its names and numbers all of them.
+MIN_SUPPORT = 0.6
+# "User" and "user's" are how facts are written, not what they say.
+FACT_FRAME = frozenset({"user", "users"})
+MIN_STATEMENT_WORDS = 3
+_SPECIFIC = re.compile(r"\b(?:[A-Z][\w'’-]*|\d[\w.,:/-]*)")
+_FIRST_PERSON = frozenset({"i", "i'm", "im", "my", "me", "mine", "myself", "i've", "i'd"})
+_SENTENCE = re.compile(r"[^.!?\n]+")
+
+
+def ground(distillation: Distillation, session: SessionInput) -> Distillation:
+    """`distillation` without the facts the user's words do not support."""
+    user_text = "\n".join(turn.user for turn in session.turns)
+    user_words = content_words(user_text)
+    said_of_self = _first_person_sentences(user_text)
+    identity: list[FactDraft] = []
+    pinned: list[FactDraft] = []
+    for fact in distillation.identity:
+        if not (is_statement(fact.content) and supported(fact.content, user_words)):
+            continue
+        if speaks_of_self(fact.content, said_of_self):
+            identity.append(fact)
+        else:  # the user's words, but not about themselves: a fact, not their identity
+            pinned.append(replace(fact, kind="pinned"))
+    pinned += [
+        f for f in distillation.pinned
+        if is_statement(f.content) and supported(f.content, user_words)
+    ]
+    episode = distillation.episode
+    if episode is not None:
+        episode = _mentioned_entities_only(episode, session)
+    return Distillation(episode=episode, pinned=pinned, identity=identity)
+
+
+def is_statement(fact: str) -> bool:
+    """A fact says something about the user ("User lives in Porto"), not a bare fragment
+    ("Porto, Portugal", "Mia", "Location: Tokyo") that memory cannot tell the meaning of."""
+    words = [w.lower() for w in WORD.findall(fact)]
+    return len(words) >= MIN_STATEMENT_WORDS and not FACT_FRAME.isdisjoint(words)
+
+
+def supported(fact: str, words: set[str]) -> bool:
+    specific = {w for s in _SPECIFIC.findall(fact) for w in content_words(s)} - FACT_FRAME
+    if not specific <= words:
+        return False
+    plain = content_words(fact) - FACT_FRAME - specific
+    if not plain:
+        return bool(specific)
+    return len(plain & words) / len(plain) >= MIN_SUPPORT or bool(specific)
+
+
+def speaks_of_self(fact: str, sentences: list[set[str]]) -> bool:
+    wanted = content_words(fact) - FACT_FRAME
+    return any(wanted & sentence for sentence in sentences)
+
+
+def _first_person_sentences(text: str) -> list[set[str]]:
+    out = []
+    for sentence in _SENTENCE.findall(text):
+        words = {w.lower() for w in WORD.findall(sentence.replace("’", "'"))}
+        raw = set(sentence.lower().replace("’", "'").split())
+        if _FIRST_PERSON & (words | raw):
+            out.append(content_words(sentence))
+    return out
+
+
+def _mentioned_entities_only(episode: EpisodeDraft, session: SessionInput) -> EpisodeDraft:
+    said = " ".join(f"{turn.user} {turn.assistant}" for turn in session.turns).lower()
+    return replace(episode, entities=[e for e in episode.entities if e.lower() in said])

@@ -1,0 +1,137 @@
+"""What a small core model gets wrong, and what the LLM distiller keeps of it: copied prompt
+examples, the assistant's words taken for the user's, guessed identity, fragments, and
+answers cut off by max_tokens."""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime
+from typing import Any
+
+import pytest
+
+from mnemoproxy.errors import DistillError
+from mnemoproxy.memory.distill.llm import LLMDistiller
+from mnemoproxy.memory.distill.parse import DISTILLATION_SCHEMA, close_truncated
+from mnemoproxy.memory.model_server import Completion
+from mnemoproxy.memory.models import SessionInput, Turn
+from tests.test_llm_distiller import FakeCoreModel
+
+TURNS = [
+    Turn("Can you explain how JSON schemas work?", "Sure. A schema describes..."),
+    Turn("I live in Porto, by the way. I'm vegetarian.", "Noted! Porto has great food."),
+    Turn("Any restaurant tips?", "Try Casa Guedes, and you should learn to cook bacalhau."),
+]
+
+
+def session(turns: list[Turn] = TURNS) -> SessionInput:
+    return SessionInput("agent", "s1", turns, session_date=datetime(2024, 5, 7))
+
+
+def answer(pinned: list[str] = (), identity: list[str] = (), **episode: Any) -> str:
+    return json.dumps({
+        "episode": {"summary": "User asked about JSON schemas and food in Porto.",
+                    "topics": ["json"], "entities": ["Porto"], "decisions": [],
+                    "action_items": [], "salience": 0.4, **episode},
+        "pinned_candidates": [{"content": c, "salience": 0.5, "tags": []} for c in pinned],
+        "identity_facts": list(identity),
+    })
+
+
+async def distil(*script: str | Completion, turns: list[Turn] = TURNS):
+    core = FakeCoreModel(*script)
+    return await LLMDistiller(core).distill(session(turns)), core
+
+
+async def test_the_prompts_own_example_shapes_and_its_old_examples_are_never_stored() -> None:
+    copied = [
+        "User lives in Berlin", "User's daughter is named Mia",
+        "User chose PostgreSQL for the billing service",
+        "User will submit the grant proposal by 2024-06-14", "User lives in <city>",
+        "User is allergic to peanuts", "User prefers metric units",
+    ]
+    result, core = await distil(answer(pinned=copied, identity=copied))
+    assert result.pinned == [] and result.identity == []
+    system = core.calls[0]["messages"][0]["content"]
+    assert "Berlin" not in system and "Mia" not in system and "PostgreSQL" not in system
+
+
+async def test_facts_from_the_assistants_words_are_not_the_users() -> None:
+    result, _ = await distil(answer(pinned=[
+        "User should learn to cook bacalhau", "User likes Casa Guedes", "User is vegetarian",
+    ]))
+    assert [f.content for f in result.pinned] == ["User is vegetarian"]
+
+
+async def test_identity_needs_the_users_own_first_person_statement() -> None:
+    result, _ = await distil(answer(identity=[
+        "User lives in Porto",  # "I live in Porto": earned
+        "User works with JSON schemas",  # asked about, never said of themselves
+        "User is a software engineer",  # nobody said it
+    ]))
+    assert [f.content for f in result.identity] == ["User lives in Porto"]
+    # Words the user used, not said of themselves: at most an ordinary fact.
+    assert "User is a software engineer" not in [f.content for f in result.pinned]
+
+
+async def test_grounded_words_not_said_of_oneself_stay_an_ordinary_fact() -> None:
+    turns = [Turn("My sister loves Porto. Which wines should she try?", "Port, of course.")]
+    result, _ = await distil(answer(identity=["User's sister loves Porto"]), turns=turns)
+    assert result.identity == [] or [f.content for f in result.identity] == [
+        "User's sister loves Porto"]
+    assert len(result.identity) + len(result.pinned) == 1
+
+
+async def test_fragments_without_a_statement_are_dropped() -> None:
+    result, _ = await distil(answer(pinned=["Porto, Portugal", "Porto"], identity=["Porto"]))
+    assert result.pinned == [] and result.identity == []
+
+
+async def test_invented_entities_leave_the_episode() -> None:
+    result, _ = await distil(answer(entities=["Porto", "Lisbon", "Casa Guedes"]))
+    assert result.episode is not None
+    assert result.episode.entities == ["Porto", "Casa Guedes"]
+
+
+async def test_an_answer_cut_off_by_max_tokens_keeps_what_it_finished() -> None:
+    full = answer(pinned=["User is vegetarian", "User lives in Porto"])
+    cut = full[: full.index("User lives in Porto") + 8]  # inside the second fact's string
+    result, core = await distil(Completion(cut, truncated=True))
+    assert [f.content for f in result.pinned] == ["User is vegetarian"]
+    assert len(core.calls) == 1
+
+
+async def test_an_unreadable_cut_off_answer_is_asked_once_more_shorter() -> None:
+    looping = Completion('{"episode": {"summary": "' + "la " * 400, truncated=True)
+    result, core = await distil(looping, answer(pinned=["User is vegetarian"]))
+    assert [f.content for f in result.pinned] == ["User is vegetarian"]
+    assert len(core.calls) == 2
+    second = core.calls[1]
+    assert "too long" in second["messages"][-1]["content"]
+    assert second["json_schema"]["properties"]["pinned_candidates"]["maxItems"] == 3
+
+
+async def test_two_cut_off_answers_are_a_clear_failure_naming_the_setting() -> None:
+    looping = Completion('{"episode": {"summary": "' + "la " * 400, truncated=True)
+    with pytest.raises(DistillError, match="core_max_tokens"):
+        await distil(looping, looping)
+
+
+def test_the_schema_bounds_every_list_and_string() -> None:
+    def walk(node: Any) -> None:
+        if isinstance(node, dict):
+            if node.get("type") == "array":
+                assert "maxItems" in node, node
+            if node.get("type") == "string":
+                assert "maxLength" in node, node
+            for value in node.values():
+                walk(value)
+
+    walk(DISTILLATION_SCHEMA)
+
+
+def test_closing_a_truncated_reply() -> None:
+    assert json.loads(close_truncated('{"a": [1, 2, 3')) == {"a": [1, 2]}
+    assert json.loads(close_truncated('{"a": {"b": "unfinish')) == {"a": {}}
+    assert close_truncated('{"a": 1}') == '{"a": 1}'
+    assert close_truncated("no json at all") == "no json at all"
