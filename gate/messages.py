@@ -26,3 +26,11 @@ def latest_user_index(messages: Sequence[dict[str, Any]]) -> int | None:
         if messages[pos].get("role") == "user":
             return pos
     return None
+
+
+def continues_after_tools(messages: Sequence[dict[str, Any]]) -> bool:
+    """Whether the request carries tool results for the latest user message: the turn's
+    continuation after the model called tools, not a new question."""
+    position = latest_user_index(messages)
+    start = 0 if position is None else position + 1
+    return any(m.get("role") in ("tool", "function") for m in messages[start:])

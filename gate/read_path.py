@@ -9,7 +9,7 @@ from typing import Any, Protocol
 
 from mnemoproxy.config.settings import Settings
 from mnemoproxy.gate.inject import inject
-from mnemoproxy.gate.messages import latest_user_index, message_text
+from mnemoproxy.gate.messages import continues_after_tools, latest_user_index, message_text
 from mnemoproxy.gate.planner import MemoryBlock, Planner
 from mnemoproxy.gate.relevance import REFERENCE_PROMPTS, HeuristicGate, make_gate
 from mnemoproxy.gate.relevance.types import Evidence, Gate, GateContext, GateDecision
@@ -124,6 +124,11 @@ class ReadPath:
         text = message_text(messages[position].get("content")) if position is not None else ""
         if not text.strip():
             return ReadResult(GateDecision("none", "no user text to recall for"))
+        if continues_after_tools(messages):
+            # The model read memory for this question when it chose its tool calls; the
+            # results now carry the turn. A block re-read at every tool round would spend
+            # the budget again and could change under the model mid-turn.
+            return ReadResult(GateDecision("none", "tool results continue a turn already read for"))
 
         # One hybrid search serves both the gate's probe and the planner.
         found: list[SearchResult] | None = None

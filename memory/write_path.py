@@ -122,6 +122,7 @@ class WritePath:
         skip_extraction: bool,
     ) -> IngestResult:
         """Seed memory with a whole conversation and distil it now (awaited)."""
+        started = time.perf_counter()
         session_id, _ = await self.store.session(agent_id, conversation_id, _ts(session_date))
         latest = await self.store.latest_session(agent_id)
         first_index = await self.store.next_turn_index(agent_id, session_id)
@@ -138,6 +139,11 @@ class WritePath:
         result = IngestResult(session_id, added)
         if not skip_extraction:
             result.distillation = await self.distil_now(agent_id, session_id, session_date)
+        log.info(
+            "ingested %d of %d turns into session %s (%r) of %s; distillation %s; %.2f s",
+            added, len(turns), session_id, conversation_id, agent_id,
+            result.distillation.status, time.perf_counter() - started,
+        )
         return result
 
     # -- distilling ---------------------------------------------------------------------
@@ -226,6 +232,13 @@ class WritePath:
         outcome = DistillOutcome("distilled", **asdict(applied), turns=len(signals))
         if applied.episode_id is None and not drafts:
             outcome.reason = "nothing worth remembering in this session"
+        log.info(
+            "distilled session %s of %s (%d turns): episode %s, facts %d added, %d merged,"
+            " %d superseded, %d as history; %.2f s",
+            session_id, agent_id, len(signals), applied.episode_id, applied.facts_added,
+            applied.facts_merged, applied.facts_superseded, applied.facts_historical,
+            time.perf_counter() - started,
+        )
         return outcome
 
     async def _failed(

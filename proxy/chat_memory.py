@@ -14,7 +14,7 @@ from typing import Any
 from mnemoproxy.config.settings import Settings
 from mnemoproxy.gate import ReadPath, memory_headers
 from mnemoproxy.memory import Memory, Turn
-from mnemoproxy.proxy.conversation import history_turns, session_fingerprint
+from mnemoproxy.proxy.conversation import read_conversation, session_fingerprint
 from mnemoproxy.proxy.sse import AssistantReply
 from mnemoproxy.proxy.upstream import Upstream
 
@@ -112,8 +112,13 @@ async def prepare(
 
 def remember(memory: Memory, plan: MemoryPlan, reply: AssistantReply) -> None:
     """Record the turn just answered, and any earlier turns of the conversation memory never
-    saw, in the background."""
-    history, index, user_text = history_turns(plan.request["messages"])
-    turns = [(t.index, Turn(t.user, t.assistant)) for t in history]
-    turns.append((index, Turn(user_text, reply.as_text())))
-    memory.record_soon(plan.agent_id, plan.session_key, turns)
+    saw, in the background. A reply that only calls tools has not answered yet: its turn is
+    recorded, calls included, with the answer that follows the tool results."""
+    conversation = read_conversation(plan.request["messages"])
+    turns = [(t.index, Turn(t.user, t.assistant)) for t in conversation.history]
+    if reply.content or not reply.tool_calls:
+        current = conversation.current
+        answer = "\n".join(part for part in (current.assistant, reply.as_text()) if part)
+        turns.append((current.index, Turn(current.user, answer)))
+    if turns:
+        memory.record_soon(plan.agent_id, plan.session_key, turns)

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from mnemoproxy.gate import message_text
+from mnemoproxy.proxy.sse import AssistantReply
 
 
 @dataclass(frozen=True)
@@ -22,9 +23,17 @@ class IndexedTurn:
     assistant: str
 
 
-def history_turns(messages: Sequence[dict[str, Any]]) -> tuple[list[IndexedTurn], int, str]:
-    """Split a request's messages into the completed turns of its history (for backfill)
-    and the current turn: returns (history, current turn index, current user text)."""
+@dataclass(frozen=True)
+class Conversation:
+    """A request's messages as turns: the completed ones of its history (for backfill) and
+    the one being answered, whose `assistant` holds the steps taken so far (tool calls)
+    when the request continues after tool results."""
+
+    history: list[IndexedTurn]
+    current: IndexedTurn
+
+
+def read_conversation(messages: Sequence[dict[str, Any]]) -> Conversation:
     history: list[IndexedTurn] = []
     index = -1
     user_text: str | None = None
@@ -38,13 +47,16 @@ def history_turns(messages: Sequence[dict[str, Any]]) -> tuple[list[IndexedTurn]
             user_text = message_text(message.get("content"))
             replies = []
         elif role == "assistant" and user_text is not None:
-            text = message_text(message.get("content"))
-            if text:
-                replies.append(text)
-    # Messages after the latest user message (tool results, assistant prefill) belong to
-    # the turn being answered, so they are not a completed turn of the history.
-    current = user_text if user_text is not None else ""
-    return history, max(index, 0), current
+            # Tool results are not kept: they are not what the user or assistant said.
+            calls = message.get("tool_calls")
+            step = AssistantReply(
+                message_text(message.get("content")),
+                [c for c in calls if isinstance(c, dict)] if isinstance(calls, list) else [],
+            ).as_text()
+            if step:
+                replies.append(step)
+    current = IndexedTurn(max(index, 0), user_text or "", "\n".join(replies))
+    return Conversation(history, current)
 
 
 def session_fingerprint(agent_id: str, messages: Sequence[dict[str, Any]]) -> str:

@@ -54,17 +54,26 @@ class Store(
     # -- summaries and health -------------------------------------------------------------
 
     async def agents_summary(self) -> list[dict[str, Any]]:
-        """One entry per agent for GET /agents: current facts, live episodes, messages."""
+        """One entry per agent for GET /agents: current facts, live episodes, turns (one user
+        message and its reply, as ingest counts them) and the messages they hold."""
         rows = await self._fetchall(
             "SELECT a.id, a.last_active, "
             "(SELECT COUNT(*) FROM facts f WHERE f.agent_id = a.id "
             " AND f.valid_to IS NULL AND f.deleted_at IS NULL), "
             "(SELECT COUNT(*) FROM episodes e WHERE e.agent_id = a.id AND e.deleted_at IS NULL), "
+            "(SELECT COUNT(*) FROM transcript t WHERE t.agent_id = a.id AND t.role = 'user'), "
             "(SELECT COUNT(*) FROM transcript t WHERE t.agent_id = a.id) "
             "FROM agents a ORDER BY a.last_active DESC"
         )
         return [
-            {"id": r[0], "facts": r[2], "episodes": r[3], "turns": r[4], "last_active": r[1]}
+            {
+                "id": r[0],
+                "facts": r[2],
+                "episodes": r[3],
+                "turns": r[4],
+                "messages": r[5],
+                "last_active": r[1],
+            }
             for r in rows
         ]
 
