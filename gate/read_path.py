@@ -111,7 +111,12 @@ class ReadPath:
     async def open(cls, settings: Settings, memory: MemoryReader) -> ReadPath:
         """The read path the settings describe, over `memory`; the tokenizer and the cue
         scanner are loaded now, so the first chat request does not pay for them."""
-        gate = make_gate(settings.relevance_gate_mode, core=memory.core_model)
+        gate = make_gate(
+            settings.relevance_gate_mode,
+            core=memory.core_model,
+            # Half the read's deadline: the search and the block must still fit after it.
+            core_timeout=settings.memory_read_deadline_seconds / 2,
+        )
         await asyncio.to_thread(_warm_up)
         return cls(
             memory, gate, Planner(budget_tokens=settings.memory_budget_tokens), settings.injection

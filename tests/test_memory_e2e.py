@@ -363,9 +363,13 @@ def test_credentials_are_redacted_before_storage(memory_proxy):
     assert key not in stored and "[redacted]" in stored
 
 
-def test_llm_gate_mode_asks_the_core_model_and_falls_back_on_garbage(fake_upstream, tmp_path):
+def test_llm_gate_mode_asks_the_core_model_where_the_heuristic_is_unsure(fake_upstream, tmp_path):
     settings = memory_settings(
-        fake_upstream, tmp_path, relevance_gate_mode="llm", core_model="fake-core-model"
+        fake_upstream,
+        tmp_path,
+        relevance_gate_mode="llm",
+        core_model="fake-core-model",
+        summary_debounce_seconds=600,  # no distillation call races the gate's
     )
     with ProxyServer(settings) as server:
         fake_upstream.reply(json.dumps(_LENA_FACTS), stream=False)  # the distiller's call
@@ -375,24 +379,27 @@ def test_llm_gate_mode_asks_the_core_model_and_falls_back_on_garbage(fake_upstre
             {
                 "agent_id": "lena",
                 "conversation_id": "c",
-                "turns": [{"user": "My name is Lena.", "assistant": "Hi"}],
+                "turns": [{"user": "My name is Lena. I'm off to Lisbon in May.", "assistant": ""}],
             },
         )
-        fake_upstream.reset()
-        fake_upstream.reply('{"section": "identity"}', stream=False)  # the gate's call
-        raw = sdk(server, "lena").chat.completions.with_raw_response.create(
-            model="m", messages=[{"role": "user", "content": "Tell me something about me"}]
-        )
-        assert raw.headers["x-memory-section"] == "identity"
-        gate_call, _ = fake_upstream.requests
-        assert gate_call.json["model"] == "fake-core-model"
-        assert "Lena" in user_text_seen_upstream(fake_upstream)
+        client = sdk(server, "lena")
+        unsure = [{"role": "user", "content": "What should Lena pack for Lisbon?"}]
+        for answer, section in (("true", "episode"), ("false", "none"), ("garbage", "episode")):
+            fake_upstream.reset()
+            fake_upstream.reply(f'{{"needs_memory": {answer}}}', stream=False)  # the gate's call
+            raw = client.chat.completions.with_raw_response.create(model="m", messages=unsure)
+            assert raw.headers["x-memory-section"] == section, answer
+            gate_call, chat_call = fake_upstream.requests
+            assert gate_call.json["model"] == "fake-core-model"
+            assert gate_call.json["max_tokens"] <= 12
+            assert (chat_call.json["messages"] == unsure) == (section == "none")
 
-        fake_upstream.reply("no idea", stream=False)  # garbage: the heuristic decides
-        raw = sdk(server, "lena").chat.completions.with_raw_response.create(
+        fake_upstream.reset()
+        raw = client.chat.completions.with_raw_response.create(
             model="m", messages=[{"role": "user", "content": "Write a haiku about autumn"}]
         )
         assert raw.headers["x-memory-section"] == "none"
+        assert len(fake_upstream.requests) == 1  # a sure decision asks no model
 
 
 _LENA_FACTS = {

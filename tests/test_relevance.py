@@ -18,6 +18,7 @@ from mnemoproxy.gate.relevance import (
     Section,
     make_gate,
 )
+from mnemoproxy.gate.relevance.llm import MAX_ANSWER_TOKENS
 from mnemoproxy.gate.relevance.scan import HEAD_CHARS, TAIL_CHARS
 from mnemoproxy.memory.model_server import Completion
 
@@ -351,50 +352,69 @@ class FakeCore:
         return Completion(answer)
 
 
+LOW_CONFIDENCE = "What are the benefits of meditation?"  # stands out in memory: a small block
+
+
+async def llm_decide(core: FakeCore, message: str, probe: Probe | None = None) -> GateDecision:
+    context = GateContext(known_entities=PETS, probe=probe)
+    return await LLMGate(core, HeuristicGate(), timeout=0.5).decide(message, context)
+
+
 @pytest.mark.parametrize(
     ("answer", "expected"),
-    [("pinned", "pinned"), (" Transcript.\n", "transcript"), ('{"section": "none"}', "none")],
+    [
+        ('{"needs_memory": true}', "episode"),
+        (" Yes.\n", "episode"),
+        ('{"needs_memory": false}', "none"),
+        ("no", "none"),
+    ],
 )
-async def test_llm_gate_takes_a_good_answer(answer: str, expected: Section) -> None:
+async def test_llm_gate_arbitrates_an_unsure_block(answer: str, expected: Section) -> None:
     core = FakeCore(answer)
-    gate = LLMGate(core, HeuristicGate())
-    decision = await gate.decide("How is Luna?", GateContext(known_entities=PETS))
-    assert decision == GateDecision(expected, f"llm: {expected}")
+    decision = await llm_decide(core, LOW_CONFIDENCE, Probe(0.50))
+    assert decision.section == expected
+    assert decision.reason.startswith("llm: memory ")
+    assert decision.reason.endswith("(stands out in memory: nearest 0.50)")
     (call,) = core.calls
-    assert call["messages"][-1] == {"role": "user", "content": "How is Luna?"}
+    assert call["messages"][-1] == {"role": "user", "content": LOW_CONFIDENCE}
     assert "Luna" in call["messages"][0]["content"]
-    assert call["schema"]["properties"]["section"]["enum"] == [
-        "identity",
-        "pinned",
-        "episode",
-        "transcript",
-        "none",
-    ]
-    assert call["timeout"] == gate.timeout
+    assert call["schema"]["properties"]["needs_memory"]["type"] == "boolean"
+    assert call["timeout"] == 0.5 and call["max"] == MAX_ANSWER_TOKENS
+
+
+@pytest.mark.parametrize(
+    ("message", "probe"),
+    [
+        ("What's my name?", None),  # a cue: sure
+        ("Write a haiku about autumn", Probe(0.50)),  # no reason for memory
+        ("What is 2+2?", Probe(0.20)),  # nothing stands out
+        ("Any tips for my trip to Lisbon?", Probe(0.37)),  # the user's situation, clear
+    ],
+)
+async def test_llm_gate_leaves_sure_decisions_alone(message: str, probe: Probe | None) -> None:
+    core = FakeCore('{"needs_memory": true}')
+    decision = await llm_decide(core, message, probe)
+    assert decision == await decide(message, probe or Probe(0.0))
+    assert core.calls == []
 
 
 @pytest.mark.parametrize(
     ("answer", "why"),
     [
-        ("I think it is probably episode", "unknown answer"),
-        ('{"section": "everything"}', "unknown answer"),
+        ("I think it probably does", "unknown answer"),
+        ('{"needs_memory": "maybe"}', "unknown answer"),
         (ConnectionError("refused"), "ConnectionError"),
+        (5.0, "timeout"),
     ],
 )
-async def test_llm_gate_falls_back_on_garbage_and_errors(answer: str | Exception, why: str) -> None:
-    gate = LLMGate(FakeCore(answer), HeuristicGate())
-    decision = await gate.decide("What's my name?", GateContext())
-    assert decision.section == "identity"
-    assert decision.reason.startswith(f"llm fallback ({why}")
-    assert decision.reason.endswith("identity question: 'What's my name'")
-
-
-async def test_llm_gate_falls_back_on_timeout() -> None:
-    gate = LLMGate(FakeCore(5.0), HeuristicGate(), timeout=0.05)
+async def test_llm_gate_keeps_the_heuristics_decision_without_an_answer(
+    answer: str | Exception | float, why: str
+) -> None:
     started = time.perf_counter()
-    decision = await gate.decide("Explain how TCP works", GateContext())
+    decision = await llm_decide(FakeCore(answer), LOW_CONFIDENCE, Probe(0.50))
     assert time.perf_counter() - started < 2.0
-    assert decision == GateDecision("none", "llm fallback (timeout): no memory cue")
+    assert (decision.section, decision.confidence) == ("episode", "low")
+    assert decision.reason.startswith(f"llm unanswered ({why}")
 
 
 def test_make_gate_builds_each_mode() -> None:

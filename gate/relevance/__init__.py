@@ -5,7 +5,7 @@ the user plainly refers to is a wrong answer. Three modes:
 
     off        AlwaysGate     always inject; the lexical rules only pick the section
     heuristic  HeuristicGate  cues in the message, weighed with retrieval evidence
-    llm        LLMGate        one short classification call, the heuristic as fallback
+    llm        LLMGate        the heuristic, with the core model arbitrating its unsure blocks
 
     relevance/
     ├── types.py      the contract: decision, context, evidence
@@ -14,7 +14,7 @@ the user plainly refers to is a wrong answer. Three modes:
     ├── scan.py       runs both over a message
     ├── heuristic.py  the heuristic gate (and mode off)
     ├── reference.py  requests anyone might send: the evidence's yardstick
-    └── llm.py        the LLM gate
+    └── llm.py        the LLM gate (an arbiter over the heuristic)
 
 Only the latest user message's text is given (the caller extracts it from multimodal
 parts); long messages are scanned at the head and tail only (see relevance/scan.py).
@@ -56,8 +56,9 @@ __all__ = [
     "make_gate",
 ]
 
-def make_gate(mode: str, *, core: CoreModel | None = None) -> Gate:
-    """The gate for the `relevance_gate_mode` setting."""
+def make_gate(mode: str, *, core: CoreModel | None = None, core_timeout: float = 1.0) -> Gate:
+    """The gate for the `relevance_gate_mode` setting; `core_timeout` bounds mode llm's
+    call to the core model."""
     if mode == "off":
         return AlwaysGate()
     if mode == "heuristic":
@@ -68,7 +69,7 @@ def make_gate(mode: str, *, core: CoreModel | None = None) -> Gate:
                 "relevance_gate_mode 'llm' needs the core model client; pass core=..., "
                 "or set relevance_gate_mode to 'heuristic'"
             )
-        return LLMGate(core, HeuristicGate())
+        return LLMGate(core, HeuristicGate(), timeout=core_timeout)
     raise SettingError(
         f"unknown relevance_gate_mode {mode!r}: use one of off, heuristic, llm",
         param="relevance_gate_mode",
