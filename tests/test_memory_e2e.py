@@ -370,6 +370,7 @@ def test_llm_gate_mode_asks_the_core_model_where_the_heuristic_is_unsure(fake_up
         relevance_gate_mode="llm",
         core_model="fake-core-model",
         summary_debounce_seconds=600,  # no distillation call races the gate's
+        memory_read_deadline_seconds=10,  # the gate's call may take 5 s on a busy machine
     )
     with ProxyServer(settings) as server:
         fake_upstream.reply(json.dumps(_LENA_FACTS), stream=False)  # the distiller's call
