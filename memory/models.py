@@ -58,6 +58,8 @@ class Distillation:
     episode: EpisodeDraft | None = None
     pinned: list[FactDraft] = field(default_factory=list)
     identity: list[FactDraft] = field(default_factory=list)
+    # Facts the distiller proposed that the user's words did not support (dropped).
+    ungrounded: int = 0
 
     @property
     def empty(self) -> bool:

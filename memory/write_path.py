@@ -44,6 +44,7 @@ class DistillOutcome:
     facts_merged: int = 0
     facts_superseded: int = 0
     facts_historical: int = 0
+    facts_ungrounded: int = 0  # proposed by the distiller, dropped: the user never said so
     identity_facts: int = 0
     turns: int = 0
     retry_in_seconds: float | None = None
@@ -229,15 +230,20 @@ class WritePath:
             log.exception("storing the distillation of session %s of %s failed",
                           session_id, agent_id)
             return await self._failed(agent_id, session_id, ids, repr(exc))
-        outcome = DistillOutcome("distilled", **asdict(applied), turns=len(signals))
+        outcome = DistillOutcome(
+            "distilled",
+            **asdict(applied),
+            facts_ungrounded=distillation.ungrounded,
+            turns=len(signals),
+        )
         if applied.episode_id is None and not drafts:
             outcome.reason = "nothing worth remembering in this session"
         log.info(
             "distilled session %s of %s (%d turns): episode %s, facts %d added, %d merged,"
-            " %d superseded, %d as history; %.2f s",
+            " %d superseded, %d as history, %d dropped as ungrounded; %.2f s",
             session_id, agent_id, len(signals), applied.episode_id, applied.facts_added,
             applied.facts_merged, applied.facts_superseded, applied.facts_historical,
-            time.perf_counter() - started,
+            distillation.ungrounded, time.perf_counter() - started,
         )
         return outcome
 

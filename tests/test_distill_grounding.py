@@ -52,6 +52,7 @@ async def test_the_prompts_own_example_shapes_and_its_old_examples_are_never_sto
     ]
     result, core = await distil(answer(pinned=copied, identity=copied))
     assert result.pinned == [] and result.identity == []
+    assert result.ungrounded == len(copied)  # counted once each, so an ingest reports them
     system = core.calls[0]["messages"][0]["content"]
     assert "Berlin" not in system and "Mia" not in system and "PostgreSQL" not in system
 
@@ -61,6 +62,7 @@ async def test_facts_from_the_assistants_words_are_not_the_users() -> None:
         "User should learn to cook bacalhau", "User likes Casa Guedes", "User is vegetarian",
     ]))
     assert [f.content for f in result.pinned] == ["User is vegetarian"]
+    assert result.ungrounded == 2
 
 
 async def test_identity_needs_the_users_own_first_person_statement() -> None:

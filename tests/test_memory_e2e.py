@@ -403,6 +403,33 @@ def test_llm_gate_mode_asks_the_core_model_where_the_heuristic_is_unsure(fake_up
         assert len(fake_upstream.requests) == 1  # a sure decision asks no model
 
 
+def test_a_core_model_that_invents_facts_stores_none_of_them(fake_upstream, tmp_path):
+    settings = memory_settings(fake_upstream, tmp_path, core_model="fake-core-model")
+    invented = {
+        **_LENA_FACTS,
+        "pinned_candidates": [
+            {"content": "User chose PostgreSQL for the billing service", "salience": 0.8},
+            {"content": "User is vegetarian", "salience": 0.7},
+        ],
+        "identity_facts": ["User lives in Berlin", "User's daughter is named Mia"],
+    }
+    with ProxyServer(settings) as server:
+        fake_upstream.reply(json.dumps(invented), stream=False)
+        response = post(
+            server,
+            "/memory/ingest",
+            {
+                "agent_id": "ana",
+                "conversation_id": "c",
+                "turns": [{"user": "How do JSON schemas work?", "assistant": "They describe..."}],
+            },
+        )
+        distillation = response.json()["distillation"]
+        assert distillation["facts_ungrounded"] == 4 and distillation["facts_added"] == 0
+        for scope in ("pinned", "identity"):
+            assert search(server, "ana", "Berlin Mia PostgreSQL vegetarian", scope=scope) == []
+
+
 _LENA_FACTS = {
     "episode": {
         "summary": "Lena said hello.",

@@ -49,7 +49,13 @@ def ground(distillation: Distillation, session: SessionInput) -> Distillation:
     episode = distillation.episode
     if episode is not None:
         episode = _mentioned_entities_only(episode, session)
-    return Distillation(episode=episode, pinned=pinned, identity=identity)
+    proposed = len(distillation.identity) + len(distillation.pinned)
+    return Distillation(
+        episode=episode,
+        pinned=pinned,
+        identity=identity,
+        ungrounded=distillation.ungrounded + proposed - len(identity) - len(pinned),
+    )
 
 
 def is_statement(fact: str) -> bool:
