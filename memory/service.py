@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 
 from mnemoproxy.config.settings import Settings
+from mnemoproxy.errors import NotFound
 from mnemoproxy.memory.consolidate import ConsolidationReport, consolidate
 from mnemoproxy.memory.distill.llm import LLMDistiller
 from mnemoproxy.memory.distill.protocol import Distiller
@@ -260,6 +261,24 @@ class Memory:
     async def agents(self) -> list[dict[str, Any]]:
         """Every agent with its counts: current facts, live episodes, turns, last activity."""
         return await self.store.agents_summary()
+
+    async def facts(
+        self,
+        agent_id: str,
+        *,
+        kind: str | None = None,
+        status: str = "current",
+        text: str | None = None,
+        limit: int = 100,
+        after_id: int = 0,
+    ) -> list[tuple[Fact, str | None]]:
+        """A page of the agent's facts in stored order, each with its conversation id (see
+        Store.list_facts). An agent memory has never seen is NotFound, not an empty page."""
+        if not await self.store.has_agent(agent_id):
+            raise NotFound(f"no agent {agent_id!r} in memory", param="agent_id")
+        return await self.store.list_facts(
+            agent_id, kind=kind, status=status, text=text, limit=limit, after_id=after_id
+        )
 
     async def health(self) -> dict[str, Any]:
         return {**await self.store.status(self._embedder.name), "status": "ok"}

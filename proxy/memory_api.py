@@ -1,5 +1,5 @@
-"""The memory API: /memory/ingest, /memory/search, /memory/preview, /memory/consolidate and
-/agents.
+"""The memory API: /memory/ingest, /memory/search, /memory/preview, /memory/consolidate,
+/agents and an agent's facts (/agents/{agent_id}/facts).
 
 Bodies are typed (msgspec structs): Litestar validates them, and a bad one gets a 400 in
 OpenAI's shape naming the field (proxy/errors.py).
@@ -14,7 +14,7 @@ from typing import Annotated, Any, Literal
 import msgspec
 from litestar import get, post
 from litestar.di import NamedDependency
-from litestar.params import JSONBody
+from litestar.params import JSONBody, PathParameter, QueryParameter
 
 from mnemoproxy.memory import SCOPES, Turn
 from mnemoproxy.proxy.chat import MAX_ID_CHARS
@@ -26,6 +26,7 @@ FIRST_YEAR, LAST_YEAR = 1900, 2999
 
 Id = Annotated[str, msgspec.Meta(min_length=1, max_length=MAX_ID_CHARS, pattern=r"\S")]
 Scope = Literal["pinned", "identity", "episodes", "episode", "transcript"]
+FACTS_PAGE_LIMIT = 500
 
 
 class Moment(datetime):
@@ -116,6 +117,46 @@ async def agents(services: NamedDependency[Services]) -> Any:
     return {"agents": await memory.agents()}
 
 
+@get("/agents/{agent_id:str}/facts")
+async def agent_facts(
+    agent_id: Annotated[str, PathParameter(max_length=MAX_ID_CHARS)],
+    services: NamedDependency[Services],
+    kind: Annotated[Literal["identity", "pinned"] | None, QueryParameter()] = None,
+    status: Annotated[Literal["current", "superseded", "all"], QueryParameter()] = "current",
+    q: Annotated[str | None, QueryParameter(max_length=1000)] = None,
+    limit: Annotated[int, QueryParameter(ge=1, le=FACTS_PAGE_LIMIT)] = 100,
+    cursor: Annotated[int, QueryParameter(ge=0)] = 0,
+) -> Any:
+    """The agent's facts in the order they were stored, a page at a time: pass the answer's
+    `next_cursor` as `cursor` for the next page (null: no more)."""
+    memory, _ = services.require_memory()
+    rows = await memory.facts(
+        agent_id, kind=kind, status=status, text=q, limit=limit, after_id=cursor
+    )
+    return {
+        "agent_id": agent_id,
+        "facts": [
+            {
+                "id": fact.id,
+                "kind": fact.kind,
+                "content": fact.content,
+                "status": "current" if fact.valid_to is None else "superseded",
+                "salience": fact.salience,
+                "source_count": fact.source_count,
+                "use_count": fact.use_count,
+                "conversation_id": conversation_id,
+                "valid_from": fact.valid_from,
+                "valid_to": fact.valid_to,
+                "superseded_by": fact.superseded_by,
+                "created_at": fact.created_at,
+                "updated_at": fact.updated_at,
+            }
+            for fact, conversation_id in rows
+        ],
+        "next_cursor": rows[-1][0].id if len(rows) == limit else None,
+    }
+
+
 @post("/memory/search", status_code=200)
 async def memory_search(data: JSONBody[SearchBody], services: NamedDependency[Services]) -> Any:
     memory, _ = services.require_memory()
@@ -150,4 +191,4 @@ async def consolidate_now(
     return {"status": "ok", **report.as_dict()}
 
 
-MEMORY_ROUTES = [ingest, agents, memory_search, preview, consolidate_now]
+MEMORY_ROUTES = [ingest, agents, agent_facts, memory_search, preview, consolidate_now]

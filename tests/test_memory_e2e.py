@@ -234,6 +234,55 @@ def test_ingest_reports_supersession(memory_proxy):
     assert not any("Berlin" in t for t in texts)  # superseded facts are not read
 
 
+def test_an_agents_facts_are_listed_with_history_filters_and_pages(memory_proxy):
+    for conversation, text in (
+        ("c1", "I live in Berlin. I'm vegetarian."),
+        ("c2", "I just moved to Paris."),
+        ("c3", "My sister Ana plays the cello."),
+    ):
+        post(
+            memory_proxy,
+            "/memory/ingest",
+            {"agent_id": "erin", "conversation_id": conversation,
+             "turns": [{"user": text, "assistant": "Noted."}]},
+        )
+    post(memory_proxy, "/memory/ingest", {"agent_id": "other", "conversation_id": "x",
+                                          "turns": [{"user": "I live in Rome.", "assistant": ""}]})
+
+    def facts(**params: Any) -> dict[str, Any]:
+        response = httpx.get(memory_proxy.url + "/agents/erin/facts", params=params)
+        assert response.status_code == 200, response.text
+        return response.json()
+
+    current = facts()["facts"]
+    texts = " | ".join(f["content"] for f in current)
+    assert "Paris" in texts and "vegetarian" in texts and "Berlin" not in texts
+    assert "Rome" not in texts  # another agent's memory is not listed
+    assert all(f["status"] == "current" for f in current)
+    (old,) = facts(status="superseded")["facts"]
+    assert "Berlin" in old["content"] and old["conversation_id"] == "c1"
+    assert old["superseded_by"] in {f["id"] for f in current}
+    assert len(facts(status="all")["facts"]) == len(current) + 1
+    assert [f["content"] for f in facts(q="PARIS")["facts"]] == [
+        f["content"] for f in current if "Paris" in f["content"]
+    ]
+    assert {f["kind"] for f in facts(kind="identity")["facts"]} <= {"identity"}
+
+    pages, cursor = [], 0
+    while cursor is not None:
+        page = facts(limit=1, cursor=cursor)
+        pages += page["facts"]
+        cursor = page["next_cursor"]
+    assert [f["id"] for f in pages] == [f["id"] for f in sorted(current, key=lambda f: f["id"])]
+
+    unknown = httpx.get(memory_proxy.url + "/agents/nobody/facts")
+    assert unknown.status_code == 404 and unknown.json()["error"]["param"] == "agent_id"
+    for bad in ({"status": "deleted"}, {"limit": 0}, {"limit": "many"}, {"cursor": -1}):
+        response = httpx.get(memory_proxy.url + "/agents/erin/facts", params=bad)
+        assert response.status_code == 400, (bad, response.text)
+        assert response.json()["error"]["param"] == next(iter(bad)), response.text
+
+
 def test_preview_shows_decision_and_block_without_calling_upstream(memory_proxy, fake_upstream):
     post(
         memory_proxy,

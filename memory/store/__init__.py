@@ -53,6 +53,10 @@ class Store(
 
     # -- summaries and health -------------------------------------------------------------
 
+    async def has_agent(self, agent_id: str) -> bool:
+        row = await self._fetchone("SELECT 1 FROM agents WHERE id = ?", (agent_id,))
+        return row is not None
+
     async def agents_summary(self) -> list[dict[str, Any]]:
         """One entry per agent for GET /agents: current facts, live episodes, turns (one user
         message and its reply, as ingest counts them) and the messages they hold."""

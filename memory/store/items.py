@@ -101,6 +101,40 @@ class ItemQueries(Database):
         async with self._write() as db:
             return await delete_fact_row(db, agent_id, fact_id, time.time() if at is None else at)
 
+    async def list_facts(
+        self,
+        agent_id: str,
+        *,
+        kind: str | None = None,
+        status: str = "current",
+        text: str | None = None,
+        limit: int = 100,
+        after_id: int = 0,
+    ) -> list[tuple[Fact, str | None]]:
+        """The agent's facts in the order they were stored, from after `after_id` (a page
+        of `limit`), each with the conversation it was distilled from. status: current,
+        superseded (history) or all; deleted facts are never listed. `text` filters by a
+        case-insensitive substring of the content."""
+        sql = (
+            "SELECT f.*, s.session_key FROM facts f LEFT JOIN sessions s"
+            " ON s.id = f.source_session_id"
+            " WHERE f.agent_id = ? AND f.deleted_at IS NULL AND f.id > ?"
+        )
+        params: list[object] = [require_agent(agent_id), after_id]
+        if status == "current":
+            sql += " AND f.valid_to IS NULL"
+        elif status == "superseded":
+            sql += " AND f.valid_to IS NOT NULL"
+        if kind is not None:
+            sql += " AND f.kind = ?"
+            params.append(kind)
+        if text:
+            sql += r" AND f.content LIKE ? ESCAPE '\'"
+            escaped = text.replace("\\", "\\\\").replace("%", r"\%").replace("_", r"\_")
+            params.append(f"%{escaped}%")
+        rows = await self._fetchall(sql + " ORDER BY f.id LIMIT ?", (*params, limit))
+        return [(Fact.from_row(row), row["session_key"]) for row in rows]
+
     # -- episodes -----------------------------------------------------------------------
 
     async def add_episode(
