@@ -86,7 +86,12 @@ async def _relay_chunks(
     try:
         async for chunk in response.chunks():
             if tee is not None:
-                tee.feed(chunk)
+                try:
+                    tee.feed(chunk)
+                except Exception:  # reading a copy must never cut the client's stream
+                    log.exception("could not read the upstream's stream; this reply is not "
+                                  "remembered")
+                    tee = None
             yield chunk
         completed = True
     except UpstreamError as error:
@@ -101,4 +106,9 @@ async def _relay_chunks(
     finally:
         await response.aclose()
     if completed and tee is not None and on_reply is not None:
-        on_reply(tee.reply())
+        try:
+            reply = tee.reply()
+        except Exception:
+            log.exception("could not read the upstream's stream; this reply is not remembered")
+            return
+        on_reply(reply)

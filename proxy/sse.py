@@ -81,25 +81,32 @@ class StreamTee:
             return
         if not isinstance(choice, dict):
             return
-        if choice.get("finish_reason"):
+        if isinstance(choice.get("finish_reason"), str):
             self._finish = choice["finish_reason"]
-        delta = choice.get("delta") or {}
+        delta = choice.get("delta")
+        if not isinstance(delta, dict):
+            return
         text = delta.get("content")
         if isinstance(text, str):
             self._content.append(text)
-        for part in delta.get("tool_calls") or []:
+        parts = delta.get("tool_calls")
+        for part in parts if isinstance(parts, list) else ():
             if isinstance(part, dict):
                 self._merge_call(part)
 
     def _merge_call(self, part: dict[str, Any]) -> None:
-        index = part.get("index", len(self._calls))
+        index = part.get("index")
+        if not isinstance(index, int) or isinstance(index, bool):
+            index = len(self._calls)
         call = self._calls.setdefault(
             index, {"id": None, "type": "function", "function": {"name": "", "arguments": ""}}
         )
-        if part.get("id"):
+        if isinstance(part.get("id"), str) and part["id"]:
             call["id"] = part["id"]
-        fn = part.get("function") or {}
-        if fn.get("name"):
+        fn = part.get("function")
+        if not isinstance(fn, dict):
+            return
+        if isinstance(fn.get("name"), str):
             call["function"]["name"] += fn["name"]
         if isinstance(fn.get("arguments"), str):
             call["function"]["arguments"] += fn["arguments"]

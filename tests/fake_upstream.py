@@ -4,7 +4,7 @@ aiohttp runs in a background thread with its own event loop, so sync tests, asyn
 and a proxy in another thread or process all reach it over loopback. Every request is
 recorded before it is answered. POST /v1/chat/completions consumes one-shot behaviours
 queued with `enqueue` (or the shortcuts `reply`, `tool_call`, `error`, `stall`,
-`drop_mid_stream`, `json`); with none queued it echoes the last user message, streaming
+`drop_mid_stream`, `json`, `raw_events`); with none queued it echoes the last user message, streaming
 when the request asks to.
 
     with FakeUpstream() as fake:
@@ -325,6 +325,19 @@ class DropMidStream:
 
 
 @dataclass(frozen=True)
+class RawEvents:
+    """A stream of these SSE events exactly as given (malformed ones included), then
+    [DONE]."""
+
+    events: list[Any]
+
+    async def respond(self, call: ChatCall) -> web.StreamResponse:
+        response = await _open_sse(call.request)
+        await _send_events(response, self.events)
+        return await _finish_sse(response)
+
+
+@dataclass(frozen=True)
 class JsonReply:
     body: Any
     status: int = 200
@@ -440,6 +453,9 @@ class FakeUpstream:
 
     def json(self, body: Any, status: int = 200) -> Self:
         return self.enqueue(JsonReply(body, status))
+
+    def raw_events(self, events: list[Any]) -> Self:
+        return self.enqueue(RawEvents(events))
 
     # --- the server ------------------------------------------------------------------
 

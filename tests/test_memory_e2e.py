@@ -23,6 +23,7 @@ from tests.memory_client import (
     wait_for,
 )
 from tests.proxy_server import ProxyServer
+from tests.test_sse import MALFORMED_DELTAS
 
 
 @pytest.fixture
@@ -209,6 +210,23 @@ def test_a_tool_round_reads_memory_once_and_records_the_answered_turn(
     assert len(answer) == 1 and "[tool call find_recipes(" in answer[0]
     cooking = search(memory_proxy, "tom", "cook tonight diet", scope="transcript")
     assert sum("What should I cook tonight" in r["text"] for r in cooking) == 1
+
+
+def test_malformed_stream_events_reach_the_client_and_the_rest_is_remembered(
+    memory_proxy, fake_upstream
+):
+    good = [{"choices": [{"index": 0, "delta": {"content": text}}]} for text in ("Hel", "lo")]
+    malformed = MALFORMED_DELTAS
+    fake_upstream.raw_events([good[0], *malformed, good[1]])
+    body = {"model": "m", "stream": True, "messages": [{"role": "user", "content": "Hi there"}]}
+    with httpx.stream("POST", memory_proxy.base_url + "/chat/completions", json=body,
+                      headers={"X-Agent-Id": "sam"}, timeout=30) as response:
+        assert response.status_code == 200
+        events = [line for line in response.iter_lines() if line.startswith("data: ")]
+    assert len(events) == len(good) + len(malformed) + 1  # every event, then [DONE]
+    assert events[-1] == "data: [DONE]"
+    found = wait_for(lambda: search(memory_proxy, "sam", "Hello", scope="transcript"))
+    assert any("Hello" in r["text"] for r in found), found
 
 
 def test_ingest_reports_supersession(memory_proxy):

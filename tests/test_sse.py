@@ -5,6 +5,7 @@ from __future__ import annotations
 import itertools
 import json
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -59,3 +60,25 @@ def test_reply_from_json():
     assert reply_from_json(body).content == "hi"
     assert reply_from_json(b"{}") is None
     assert reply_from_json(b"nope") is None
+
+
+# Shapes a broken or hostile upstream has sent; each must leave the tee readable.
+MALFORMED_DELTAS = [
+    {"choices": [{"delta": "str"}]},
+    {"choices": [{"delta": {"tool_calls": 5}}]},
+    {"choices": [{"delta": {"tool_calls": [{"index": 0, "function": {"name": 7}}]}}]},
+    {"choices": [{"delta": {"tool_calls": [{"index": "a", "function": "f"}]}}]},
+    {"choices": [{"delta": {"tool_calls": [{"index": 0, "id": 3}, {"index": None}]}}]},
+    {"choices": [{"delta": {"content": {"nested": [[[[1]]]]}}, "finish_reason": 1}]},
+    {"choices": "x"},
+    [1, 2, 3],
+]
+
+
+@pytest.mark.parametrize("event", MALFORMED_DELTAS)
+def test_malformed_deltas_are_skipped(event):
+    tee = StreamTee()
+    tee.feed(b'data: {"choices": [{"delta": {"content": "a"}}]}\n\n')
+    tee.feed(f"data: {json.dumps(event)}\n\n".encode())
+    tee.feed(b'data: {"choices": [{"delta": {"content": "b"}}]}\n\n')
+    assert tee.reply().content == "ab"

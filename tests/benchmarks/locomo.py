@@ -47,6 +47,8 @@ class LocomoSession:
     number: int
     date: datetime
     turns: list[LocomoTurn]
+    # The data set's annotated facts of the session, per speaker: "Caroline attended ...".
+    observations: dict[str, list[str]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -129,7 +131,12 @@ def _sample(entry: dict[str, Any], number: int) -> LocomoSample:
             )
             for index, turn in enumerate(conversation[f"session_{session_number}"])
         ]
-        sessions.append(LocomoSession(session_number, date, turns))
+        annotated = entry.get("observation", {}).get(f"session_{session_number}_observation", {})
+        observations = {
+            str(speaker): [str(item[0]) for item in items if item]
+            for speaker, items in annotated.items()
+        }
+        sessions.append(LocomoSession(session_number, date, turns, observations))
     known = {turn.dia_id for session in sessions for turn in session.turns}
     questions = [
         LocomoQuestion(
