@@ -93,6 +93,14 @@ class Settings:
         low=64,
         high=32768,
     )
+    core_context_tokens: int = _setting(
+        4096,
+        "The context one core-model call may fill, prompt and answer: a session whose prompt "
+        "would not fit is distilled in parts. Set it to the server's context per slot "
+        "(llama-server: -c divided by --parallel; Ollama: num_ctx).",
+        low=1024,
+        high=1_000_000,
+    )
     core_temperature: float = _setting(
         0.2,
         "Sampling temperature of core-model calls; a little above 0 keeps small models from "
@@ -184,7 +192,13 @@ class Settings:
                 "text-embedding-3-small), or choose embedding_backend=wordllama",
                 param="embedding_model",
             )
-
+        if self.core_max_tokens * 2 > self.core_context_tokens:
+            raise SettingError(
+                f"setting core_max_tokens ({self.core_max_tokens}) leaves too little of "
+                f"core_context_tokens ({self.core_context_tokens}) for the session: keep it "
+                "at most half the context",
+                param="core_max_tokens",
+            )
 
 
 SETTINGS_TABLE: tuple[dataclasses.Field[Any], ...] = dataclasses.fields(Settings)

@@ -323,6 +323,7 @@ def make_distiller(settings: Settings, core: CoreModel | None) -> Distiller:
             core,
             timeout=settings.core_timeout_seconds,
             max_tokens=settings.core_max_tokens,
+            context_tokens=settings.core_context_tokens,
             concurrency=settings.core_concurrency,
         )
     return RuleDistiller()

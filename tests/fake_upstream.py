@@ -4,8 +4,8 @@ aiohttp runs in a background thread with its own event loop, so sync tests, asyn
 and a proxy in another thread or process all reach it over loopback. Every request is
 recorded before it is answered. POST /v1/chat/completions consumes one-shot behaviours
 queued with `enqueue` (or the shortcuts `reply`, `tool_call`, `error`, `stall`,
-`drop_mid_stream`, `json`, `raw_events`); with none queued it echoes the last user message, streaming
-when the request asks to.
+`drop_mid_stream`, `json`, `raw_events`); with none queued it echoes the last user
+message, streaming when the request asks to.
 
     with FakeUpstream() as fake:
         fake.reply("hello", chunk_delay=0.05).error(429)

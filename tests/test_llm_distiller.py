@@ -14,7 +14,7 @@ import pytest
 from mnemoproxy.errors import DistillError, UpstreamError, UpstreamTimeout
 from mnemoproxy.memory import redact
 from mnemoproxy.memory.distill.breaker import CircuitBreaker
-from mnemoproxy.memory.distill.llm import LLMDistiller
+from mnemoproxy.memory.distill.llm import CHARS_PER_TOKEN, LLMDistiller
 from mnemoproxy.memory.distill.parse import DISTILLATION_SCHEMA
 from mnemoproxy.memory.distill.protocol import Distiller
 from mnemoproxy.memory.model_server import Completion
@@ -148,11 +148,32 @@ async def test_without_a_session_date_the_first_turn_timestamp_is_used() -> None
 
 
 async def test_template_syntax_in_turns_is_data_and_long_turns_are_cut() -> None:
-    distiller = LLMDistiller(FakeCoreModel(), max_turn_chars=50)
-    turns = [Turn("{{ secret_var }} {% if x %}", "a" * 200)]
+    distiller = LLMDistiller(FakeCoreModel(), max_turn_chars=50, max_reply_chars=20)
+    turns = [Turn("{{ secret_var }} {% if x %}", "a" * 200), Turn("u" * 200, "ok")]
     prompt = distiller.render_messages(session(turns=turns))[1]["content"]
     assert "{{ secret_var }} {% if x %}" in prompt
-    assert "a" * 50 + " … [truncated]" in prompt and "a" * 51 not in prompt
+    assert "a" * 20 + " … [truncated]" in prompt and "a" * 21 not in prompt
+    assert "u" * 50 + " … [truncated]" in prompt and "u" * 51 not in prompt
+
+
+async def test_a_session_longer_than_the_context_is_distilled_in_parts() -> None:
+    turns = [Turn(f"I visited city number {n}. " + "It was lovely. " * 60, "Nice!")
+             for n in range(12)]
+    per_part = reply(
+        episode={"summary": "User talked about travels.", "topics": ["travel"], "salience": 0.4},
+        pinned_candidates=[], identity_facts=[],
+    )
+    core = FakeCoreModel(*[per_part] * 12)
+    distiller = LLMDistiller(core, context_tokens=4096, max_tokens=1024)
+    parts = distiller.parts(session(turns=turns))
+    assert len(parts) > 1 and [t for part in parts for t in part] == turns
+    result = await distiller.distill(session(turns=turns))
+    assert len(core.calls) == len(parts)
+    for call in core.calls:  # each prompt fits the context with room for the answer
+        chars = sum(len(m["content"]) for m in call["messages"])
+        assert chars <= (4096 - 1024) * CHARS_PER_TOKEN
+    assert result.episode is not None and result.episode.topics == ["travel"]
+    assert result.episode.summary.count("User talked about travels.") == len(parts)
 
 
 @pytest.mark.parametrize("wrap", [lambda t: t, lambda t: f"Here it is:\n```json\n{t}\n```"])

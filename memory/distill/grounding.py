@@ -12,11 +12,14 @@ sums up both sides), minus entities the session never mentions.
 
 from __future__ import annotations
 
+import logging
 import re
 from dataclasses import replace
 
 from mnemoproxy.memory.models import Distillation, EpisodeDraft, FactDraft, SessionInput
 from mnemoproxy.memory.words import WORD, content_words
+
+log = logging.getLogger(__name__)
 
 # Most of a fact's plain words must be the user's; its names and numbers all of them.
 MIN_SUPPORT = 0.6
@@ -50,6 +53,10 @@ def ground(distillation: Distillation, session: SessionInput) -> Distillation:
     if episode is not None:
         episode = _mentioned_entities_only(episode, session)
     proposed = len(distillation.identity) + len(distillation.pinned)
+    kept = {f.content for f in (*identity, *pinned)}
+    for fact in (*distillation.identity, *distillation.pinned):
+        if fact.content not in kept:
+            log.debug("dropped a fact the user's words do not support: %r", fact.content)
     return Distillation(
         episode=episode,
         pinned=pinned,

@@ -41,6 +41,11 @@ TIMEOUT_GRACE_SECONDS = 1.0
 TRUNCATION_MARK = " … [truncated]"
 # The second request after an answer that ran out of tokens: fewer facts, fewer words.
 SHORT_SCHEMA = distillation_schema(max_facts=3)
+# The core model's tokenizer is unknown here: a prompt is sized by characters, at fewer
+# characters per token than English averages (about 4), so that it fits with a margin.
+CHARS_PER_TOKEN = 3
+TURN_FRAME_CHARS = 40  # "[Turn 12 · 2024-05-08 14:30]", "User: ", "Assistant: "
+MIN_PART_CHARS = 2000  # however small the context: parts of at least this much
 SHORTER_PLEASE = (
     "\n\nYour previous answer was too long and was cut off. Answer again, briefly: a "
     "one-sentence summary and at most three facts."
@@ -50,8 +55,10 @@ SHORTER_PLEASE = (
 class LLMDistiller:
     """Distils sessions with the core model; implements `Distiller`.
 
-    `max_turn_chars` caps each side of a turn in the prompt, because a pasted log or a long
-    generated answer would otherwise crowd out the rest of the session.
+    `max_turn_chars` caps a user message in the prompt and `max_reply_chars` an assistant
+    reply, because a pasted log or a long generated answer would otherwise crowd out the
+    rest of the session. `context_tokens` is the context one call may fill, prompt and
+    answer (`max_tokens`); a session whose prompt would not fit is distilled in parts.
     """
 
     def __init__(
@@ -62,12 +69,16 @@ class LLMDistiller:
         templates_dir: Path = DEFAULT_TEMPLATES_DIR,
         max_tokens: int = 1024,
         max_turn_chars: int = 4000,
+        max_reply_chars: int = 1000,
+        context_tokens: int = 4096,
         concurrency: int = 1,
     ):
         self._core = core
         self.timeout = timeout
         self.max_tokens = max_tokens
         self.max_turn_chars = max_turn_chars
+        self.max_reply_chars = max_reply_chars
+        self.context_tokens = context_tokens
         # Distillations queue here, not at the model server: with one server slot, a chat
         # sent meanwhile would otherwise wait behind a whole distillation.
         self._slots = asyncio.Semaphore(concurrency)
@@ -99,43 +110,75 @@ class LLMDistiller:
         ]
 
     async def distill(self, session: SessionInput) -> Distillation:
-        """One session's distillation, grounded in what the user said. An answer cut off
-        by `max_tokens` keeps what it finished; one that cannot be read that way is asked
-        for once more, shorter, and then given up on with the reason."""
+        """One session's distillation, grounded in what the user said. A session longer
+        than the core model's context is distilled in parts, one call each. An answer cut
+        off by `max_tokens` keeps what it finished; one that cannot be read that way is
+        asked for once more, shorter, and then given up on with the reason."""
         if not any(turn.user.strip() or turn.assistant.strip() for turn in session.turns):
             return Distillation()
-        messages = self.render_messages(session)
+        parts = self.parts(session)
+        if len(parts) > 1:
+            log.info(
+                "session %s is longer than core_context_tokens (%d): distilling it in %d parts",
+                session.session_id, self.context_tokens, len(parts),
+            )
         async with self._slots:
-            answer = await self._ask(messages, DISTILLATION_SCHEMA, session.session_id)
-            try:
-                distillation = parse_distillation(answer.text, truncated=answer.truncated)
-                if answer.truncated and distillation.empty:
-                    raise DistillError("the answer ran out before it finished anything")
-            except DistillError:
-                if not answer.truncated:
-                    raise
-                log.info(
-                    "the core model ran out of tokens (core_max_tokens=%d) distilling session "
-                    "%s; asking once more for a shorter answer", self.max_tokens,
-                    session.session_id,
-                )
-                answer = await self._ask(
-                    [*messages[:-1], {**messages[-1], "content": messages[-1]["content"]
-                                      + SHORTER_PLEASE}],
-                    SHORT_SCHEMA,
-                    session.session_id,
-                )
-                try:
-                    distillation = parse_distillation(answer.text, truncated=answer.truncated)
-                    if answer.truncated and distillation.empty:
-                        raise DistillError("the answer ran out before it finished anything")
-                except DistillError as exc:
-                    raise DistillError(
-                        f"the answer ran past core_max_tokens ({self.max_tokens}) twice and "
-                        f"could not be read ({exc.reason}); raise core_max_tokens or use a "
-                        "model that follows the JSON schema"
-                    ) from exc
-        return ground(_without_secrets(distillation, session.session_id), session)
+            distilled = [
+                await self._distil_part(dataclasses.replace(session, turns=part))
+                for part in parts
+            ]
+        return ground(_without_secrets(_joined(distilled), session.session_id), session)
+
+    def parts(self, session: SessionInput) -> list[list[Turn]]:
+        """The session's turns in consecutive runs whose prompts fit the core model's context
+        with room for its answer (one run when the whole session fits)."""
+        frame = self._prompt_chars(dataclasses.replace(session, turns=[]))
+        budget = max(
+            MIN_PART_CHARS,
+            (self.context_tokens - self.max_tokens) * CHARS_PER_TOKEN - frame,
+        )
+        parts: list[list[Turn]] = [[]]
+        used = 0
+        for turn in session.turns:
+            size = TURN_FRAME_CHARS + sum(len(v) for v in self._prompt_turn(turn).values())
+            if parts[-1] and used + size > budget:
+                parts.append([])
+                used = 0
+            parts[-1].append(turn)
+            used += size
+        return parts
+
+    def _prompt_chars(self, session: SessionInput) -> int:
+        return sum(len(m["content"]) for m in self.render_messages(session))
+
+    async def _distil_part(self, session: SessionInput) -> Distillation:
+        messages = self.render_messages(session)
+        answer = await self._ask(messages, DISTILLATION_SCHEMA, session.session_id)
+        try:
+            distillation = parse_distillation(answer.text, truncated=answer.truncated)
+            if answer.truncated and distillation.empty:
+                raise DistillError("the answer ran out before it finished anything")
+            return distillation
+        except DistillError:
+            if not answer.truncated:
+                raise
+        log.info(
+            "the core model ran out of tokens (core_max_tokens=%d) distilling session "
+            "%s; asking once more for a shorter answer", self.max_tokens, session.session_id,
+        )
+        shorter = {**messages[-1], "content": messages[-1]["content"] + SHORTER_PLEASE}
+        answer = await self._ask([*messages[:-1], shorter], SHORT_SCHEMA, session.session_id)
+        try:
+            distillation = parse_distillation(answer.text, truncated=answer.truncated)
+            if answer.truncated and distillation.empty:
+                raise DistillError("the answer ran out before it finished anything")
+        except DistillError as exc:
+            raise DistillError(
+                f"the answer ran past core_max_tokens ({self.max_tokens}) twice and "
+                f"could not be read ({exc.reason}); raise core_max_tokens or use a "
+                "model that follows the JSON schema"
+            ) from exc
+        return distillation
 
     async def _ask(
         self, messages: list[dict[str, Any]], schema: dict[str, Any], session_id: str
@@ -158,7 +201,8 @@ class LLMDistiller:
     def _prompt_turn(self, turn: Turn) -> dict[str, str]:
         return {
             "user": _truncate(turn.user.strip(), self.max_turn_chars),
-            "assistant": _truncate(turn.assistant.strip(), self.max_turn_chars),
+            # Facts come from the user's words; a reply is there for what they answer.
+            "assistant": _truncate(turn.assistant.strip(), self.max_reply_chars),
             "at": _format_moment(turn.at) if turn.at else "",
         }
 
@@ -199,6 +243,34 @@ def _clean_episode(episode: EpisodeDraft) -> EpisodeDraft:
         entities=clean(episode.entities),
         decisions=clean(episode.decisions),
         action_items=clean(episode.action_items),
+    )
+
+
+def _joined(parts: list[Distillation]) -> Distillation:
+    """The distillations of a session's parts as one: facts of every part (the fact planner
+    merges repeats), one episode whose summary runs through the parts."""
+    if len(parts) == 1:
+        return parts[0]
+    episodes = [d.episode for d in parts if d.episode is not None]
+    episode = None
+    if episodes:
+
+        def union(items: list[list[str]]) -> list[str]:
+            return list(dict.fromkeys(x for group in items for x in group))
+
+        episode = EpisodeDraft(
+            summary=" ".join(e.summary for e in episodes if e.summary),
+            topics=union([e.topics for e in episodes]),
+            entities=union([e.entities for e in episodes]),
+            decisions=union([e.decisions for e in episodes]),
+            action_items=union([e.action_items for e in episodes]),
+            salience=max(e.salience for e in episodes),
+        )
+    return Distillation(
+        episode=episode,
+        pinned=[f for d in parts for f in d.pinned],
+        identity=[f for d in parts for f in d.identity],
+        ungrounded=sum(d.ungrounded for d in parts),
     )
 
 

@@ -56,14 +56,14 @@ TARGET_GROUNDED = 0.90
 
 _WORD = re.compile(r"[A-Za-z][A-Za-z'’-]*|\d[\d.,:/-]*")
 _SPECIFIC = re.compile(r"(?<![.!?]\s)(?<!^)\b[A-Z][a-z][\w'’-]*|\b\d[\d.,:/-]*")
-_STOP = frozenset(
-    """a an the and or but if of to in on at by for with from as is are was were be been
+_STOP = frozenset(re.findall(r"\S+", """
+    a an the and or but if of to in on at by for with from as is are was were be been
     being has have had do does did not no this that these those it its they them their
     there here he she his her him we our you your i me my mine user user's users about
     into over after before during while very more most some any all also just than then
     so such can could will would should may might must one ones who whom which what when
-    where why how likely currently recently really""".split()
-)
+    where why how likely currently recently really
+"""))
 
 
 def stems(text: str) -> set[str]:
@@ -278,7 +278,9 @@ def judged(results: Sequence[Result]) -> dict[str, Any]:
                 for r, o in observed) / len(observed) if observed else None
         ),
         "chat_seconds": [round(r.chat_seconds, 2) for r in results if r.chat_seconds is not None],
-        "invented_examples": [(f["content"], names) for _, f, names in invented_facts if names][:10],
+        "invented_examples": [
+            (f["content"], names) for _, f, names in invented_facts if names
+        ][:10],
     }
 
 
@@ -286,7 +288,7 @@ def share(value: float | None) -> str:
     return "n/a" if value is None else f"{value:.2f}"
 
 
-def report(results: Sequence[Result], info: dict[str, str]) -> str:
+def report(results: Sequence[Result], info: dict[str, str], dropped: Sequence[str]) -> str:
     lines = [
         "# Distillation by a real small model",
         "",
@@ -306,7 +308,7 @@ def report(results: Sequence[Result], info: dict[str, str]) -> str:
               "grounded", "invented", "confirmed", "obs. covered", "s/session (mean, max)",
               f"> {TARGET_SECONDS:.0f} s"]
     rows = []
-    for dataset in sorted({r.case.dataset for r in results}) + ["all"]:
+    for dataset in [*sorted({r.case.dataset for r in results}), "all"]:
         part = [r for r in results if dataset in ("all", r.case.dataset)]
         j = judged(part)
         rows.append([
@@ -330,6 +332,9 @@ def report(results: Sequence[Result], info: dict[str, str]) -> str:
         lines += ["", "## Facts with names or numbers the session never mentions", ""]
         lines += [f"- {content!r}: {', '.join(names)}"
                   for content, names in overall["invented_examples"]]
+    if dropped:
+        lines += ["", f"## Facts dropped as ungrounded ({len(dropped)}; the first 40)", ""]
+        lines += [f"- {fact}" for fact in dropped[:40]]
     lines += ["", "## Every stored fact", ""]
     for r in results:
         if not r.facts:
@@ -361,7 +366,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     questions, lme_per = (int(x) for x in args.longmemeval.split("x"))
     cases = locomo_cases(conversations, per) + longmemeval_cases(questions, lme_per)
     settings = {"core_model": MODEL_ALIAS, "summary_debounce_seconds": "3600",
-                "upstream_read_timeout": "600"}
+                "upstream_read_timeout": "600", "log_level": "debug"}
     results: list[Result] = []
     with tempfile.TemporaryDirectory(prefix="eval-real-") as tmp:
         data_dir = Path(tmp)
@@ -370,9 +375,9 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
             for number, case in enumerate(cases):
                 result = run_case(proxy, case, chat_probe=number % 4 == 1)
                 results.append(result)
+                counts = {k: v for k, v in result.outcome.items() if k.startswith("facts")}
                 print(f"{case.dataset} {case.agent_id} {case.conversation_id}: "
-                      f"{result.outcome.get('status')} in {result.seconds:.1f} s, "
-                      f"{json.dumps({k: v for k, v in result.outcome.items() if k.startswith('facts')})}",
+                      f"{result.outcome.get('status')} in {result.seconds:.1f} s, {counts}",
                       flush=True)
             by_agent: dict[str, list[dict[str, Any]]] = {}
             for result in results:
@@ -380,6 +385,8 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
                     by_agent[result.case.agent_id] = stored_facts(proxy, result.case.agent_id)
                 result.facts = [f for f in by_agent[result.case.agent_id]
                                 if f["conversation_id"] == result.case.conversation_id]
+        log_text = (data_dir / "proxy.log").read_text(errors="replace")
+    dropped = re.findall(r"dropped a fact the user's words do not support: (.*)", log_text)
     info = {
         "command": "make eval-real" + (f" ARGS='{' '.join(argv)}'" if argv else ""),
         "date": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
@@ -388,7 +395,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
         "model": model.name, "server": server.name, "parallel": str(args.parallel),
         "settings": ", ".join(f"{k}={v}" for k, v in settings.items()),
     }
-    args.out.write_text(report(results, info), encoding="utf-8")
+    args.out.write_text(report(results, info, dropped), encoding="utf-8")
     overall = judged(results)
     print(json.dumps({k: v for k, v in overall.items() if k != "invented_examples"}, indent=1))
     print(f"report: {args.out}")
