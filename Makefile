@@ -5,10 +5,10 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
 
 .DEFAULT_GOAL := help
-.PHONY: help install run test lint bench eval clean
+.PHONY: help install run test lint bench eval eval-real clean
 
 help: ## list the targets
-	@grep -E '^[a-z]+:.*## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*## "} {printf "  make %-8s %s\n", $$1, $$2}'
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*## "} {printf "  make %-9s %s\n", $$1, $$2}'
 
 install: $(STAMP) ## create .venv and install mnemoproxy with its dev tools
 
@@ -39,6 +39,9 @@ bench: install ## run tests/benchmarks and write BENCHMARKS.md
 
 eval: install ## memory quality through the HTTP API (LongMemEval, LoCoMo, generic prompts): EVAL.md
 	$(PY) -m tests.benchmarks.eval_memory $(ARGS)
+
+eval-real: install ## distillation by a real small model (llama-server, built on first use): EVAL-REAL.md
+	$(PY) -m tests.benchmarks.eval_real $(ARGS)
 
 clean: ## remove the virtualenv and caches
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache *.egg-info

@@ -78,5 +78,8 @@ def create_app(
         lifespan=[lifespan],
         request_max_body_size=settings.max_body_bytes,
         openapi_config=None,
+        # Logging is the process's (the CLI sets it from log_level); Litestar's default
+        # would configure the root logger at INFO and make log_level ineffective.
+        logging_config=None,
         debug=False,
     )

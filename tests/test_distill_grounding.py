@@ -89,6 +89,30 @@ async def test_fragments_without_a_statement_are_dropped() -> None:
     assert result.pinned == [] and result.identity == []
 
 
+# What a 135M-parameter model wrote as facts (make eval-real), every word of it from the
+# user's turns: copied lines, a prompt placeholder, loops, unfinished sentences.
+NOT_FACTS = [
+    "User: I live in Porto, by the way. I'm vegetarian.",
+    "User is vegetarian, I'm sure I'll make it happen!",
+    "User will [action_item1] in Porto",
+    "User lives in <city>",
+    "User lives in Porto. User lives in Porto. User lives in Porto.",
+    "User lives in Porto, by the way...",
+]
+
+
+@pytest.mark.parametrize("fact", NOT_FACTS)
+async def test_what_a_small_model_writes_instead_of_a_fact_is_dropped(fact: str) -> None:
+    result, _ = await distil(answer(pinned=[fact], identity=[fact]))
+    assert result.pinned == [] and result.identity == []
+
+
+async def test_a_quote_inside_a_fact_is_not_a_copied_line() -> None:
+    fact = 'User says "I live in Porto" when asked where home is'
+    result, _ = await distil(answer(pinned=[fact]))
+    assert [f.content for f in result.pinned] == [fact]
+
+
 async def test_invented_entities_leave_the_episode() -> None:
     result, _ = await distil(answer(entities=["Porto", "Lisbon", "Casa Guedes"]))
     assert result.episode is not None

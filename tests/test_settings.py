@@ -7,10 +7,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+import httpx
 import pytest
 
 from mnemoproxy.config.settings import SETTINGS_TABLE, Settings, load_settings
 from mnemoproxy.errors import SettingError
+from tests.benchmarks.blackbox import running_proxy
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -105,3 +107,15 @@ def test_every_setting_is_documented_in_readme():
     documented = set(re.findall(r"^\| `([a-z_]+)` \|", readme, flags=re.MULTILINE))
     missing = {f.name for f in SETTINGS_TABLE} - documented
     assert not missing, f"settings missing from README.md's table: {sorted(missing)}"
+
+
+def test_log_level_decides_what_the_server_logs(tmp_path):
+    body = {"agent_id": "a", "conversation_id": "c",
+            "turns": [{"user": "I live in Porto.", "assistant": "Nice."}]}
+    for level in ("warning", "info"):
+        data_dir = tmp_path / level
+        data_dir.mkdir()
+        with running_proxy("http://127.0.0.1:9/v1", data_dir, {"log_level": level}) as url:
+            assert httpx.post(url + "/memory/ingest", json=body, timeout=30).status_code == 200
+        logged = "ingested 1 of 1 turns" in (data_dir / "proxy.log").read_text()
+        assert logged == (level == "info"), level

@@ -29,6 +29,16 @@ MIN_STATEMENT_WORDS = 3
 _SPECIFIC = re.compile(r"\b(?:[A-Z][\w'’-]*|\d[\w.,:/-]*)")
 _FIRST_PERSON = frozenset({"i", "i'm", "im", "my", "me", "mine", "myself", "i've", "i'd"})
 _SENTENCE = re.compile(r"[^.!?\n]+")
+# A fact is about "User"; the words of a conversation's speakers mark a copied line.
+_SPEECH = frozenset({
+    "i", "i'm", "im", "i'll", "i've", "i'd", "me", "my", "mine", "myself",
+    "you", "you're", "you'll", "you've", "your", "yours", "we", "we're", "let's",
+})
+_TOKEN = re.compile(r"[\w']+")
+_QUOTED = re.compile(r'"[^"]*"|“[^”]*”')
+_SPEAKER_LABEL = re.compile(r"\s*(?:the\s+)?user\s*:", re.IGNORECASE)
+_PLACEHOLDER = re.compile(r"\[[\w\s-]*\]|<[\w\s-]*>|\{[\w\s-]*\}")
+REPEAT_RUN = 4  # the same four words twice in one fact: a loop, not a statement
 
 
 def ground(distillation: Distillation, session: SessionInput) -> Distillation:
@@ -66,10 +76,24 @@ def ground(distillation: Distillation, session: SessionInput) -> Distillation:
 
 
 def is_statement(fact: str) -> bool:
-    """A fact says something about the user ("User lives in Porto"), not a bare fragment
-    ("Porto, Portugal", "Mia", "Location: Tokyo") that memory cannot tell the meaning of."""
+    """A fact says something about the user in the third person ("User lives in Porto"),
+    not a bare fragment ("Porto, Portugal", "Mia", "Location: Tokyo") that memory cannot
+    tell the meaning of, and not what a small model writes instead of a fact: a line of
+    the transcript copied whole ("User: Hey Gina, you're doing great!", "I'm sure I'll
+    make it"), a template's placeholder ("User will [action_item1]"), a phrase repeated
+    in a loop, or an unfinished sentence ("User: I'm...")."""
     words = [w.lower() for w in WORD.findall(fact)]
-    return len(words) >= MIN_STATEMENT_WORDS and not FACT_FRAME.isdisjoint(words)
+    if len(words) < MIN_STATEMENT_WORDS or FACT_FRAME.isdisjoint(words):
+        return False
+    unquoted = _QUOTED.sub(" ", fact).replace("’", "'")
+    if _SPEAKER_LABEL.match(fact) or _PLACEHOLDER.search(fact):
+        return False
+    if _SPEECH.intersection(w.lower() for w in _TOKEN.findall(unquoted)):
+        return False
+    if fact.rstrip().endswith(("...", "…")):
+        return False
+    runs = [tuple(words[i : i + REPEAT_RUN]) for i in range(len(words) - REPEAT_RUN + 1)]
+    return len(runs) == len(set(runs))
 
 
 def supported(fact: str, words: set[str]) -> bool:

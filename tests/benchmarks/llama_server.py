@@ -40,9 +40,11 @@ def download(requirement: str, expected: str, into: Path, *, source: bool) -> Pa
     """One distribution file of `requirement` from the package index, checked against its
     pinned hash (pip's --require-hashes)."""
     into.mkdir(parents=True, exist_ok=True)
-    pins = into / f"{requirement.split('==')[0]}.txt"
+    pins = into / f"{requirement.split('==')[0]}.txt"  # pip takes hashes from a file
     pins.write_text(f"{requirement} --hash=sha256:{expected}\n")
-    kind = ["--no-binary", ":all:"] if source else ["--only-binary", ":all:"]
+    # --no-binary names the package alone: ":all:" would build pip's own build tools too.
+    name = requirement.split("==")[0]
+    kind = ["--no-binary", name] if source else ["--only-binary", ":all:"]
     subprocess.run(
         [sys.executable, "-m", "pip", "download", "--no-deps", "--require-hashes", *kind,
          "-r", str(pins), "-d", str(into)],
