@@ -107,6 +107,25 @@ async def test_what_a_small_model_writes_instead_of_a_fact_is_dropped(fact: str)
     assert result.pinned == [] and result.identity == []
 
 
+@pytest.mark.parametrize(
+    "summary",
+    [
+        "Sri Lanka: Exploring Colombo's architecture and city planning.",  # another session's
+        "User lives in [city] and asked about [topic_name].",
+        "User asked about JSON. User asked about JSON. User asked about JSON.",
+    ],
+)
+async def test_a_summary_the_session_does_not_support_is_dropped(summary: str) -> None:
+    result, _ = await distil(answer(summary=summary))
+    assert result.episode is None
+
+
+async def test_a_summary_in_its_own_words_is_kept() -> None:
+    summary = "User asked how JSON schemas work and mentioned being a vegetarian in Porto."
+    result, _ = await distil(answer(summary=summary))
+    assert result.episode is not None and result.episode.summary == summary
+
+
 async def test_a_quote_inside_a_fact_is_not_a_copied_line() -> None:
     fact = 'User says "I live in Porto" when asked where home is'
     result, _ = await distil(answer(pinned=[fact]))

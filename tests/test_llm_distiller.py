@@ -160,7 +160,11 @@ async def test_a_session_longer_than_the_context_is_distilled_in_parts() -> None
     turns = [Turn(f"I visited city number {n}. " + "It was lovely. " * 60, "Nice!")
              for n in range(12)]
     per_part = reply(
-        episode={"summary": "User talked about travels.", "topics": ["travel"], "salience": 0.4},
+        episode={
+            "summary": "User visited a city and it was lovely.",
+            "topics": ["travel"],
+            "salience": 0.4,
+        },
         pinned_candidates=[], identity_facts=[],
     )
     core = FakeCoreModel(*[per_part] * 12)
@@ -173,7 +177,7 @@ async def test_a_session_longer_than_the_context_is_distilled_in_parts() -> None
         chars = sum(len(m["content"]) for m in call["messages"])
         assert chars <= (4096 - 1024) * CHARS_PER_TOKEN
     assert result.episode is not None and result.episode.topics == ["travel"]
-    assert result.episode.summary.count("User talked about travels.") == len(parts)
+    assert result.episode.summary.count("User visited a city and it was lovely.") == len(parts)
 
 
 @pytest.mark.parametrize("wrap", [lambda t: t, lambda t: f"Here it is:\n```json\n{t}\n```"])
@@ -240,7 +244,8 @@ async def test_secrets_are_dropped_from_facts_and_redacted_from_the_summary() ->
             ],
         )
     )
-    result = await LLMDistiller(core).distill(session())
+    deploys = Turn("I set up the deploys with my key today; I like dark mode.", "Done.")
+    result = await LLMDistiller(core).distill(session(turns=[*session().turns, deploys]))
     assert [f.content for f in result.pinned] == [
         "User prefers dark mode",
         "User's password manager is 1Password",

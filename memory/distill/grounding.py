@@ -17,6 +17,7 @@ import re
 from dataclasses import replace
 
 from mnemoproxy.memory.models import Distillation, EpisodeDraft, FactDraft, SessionInput
+from mnemoproxy.memory.redact import REDACTED
 from mnemoproxy.memory.words import WORD, content_words
 
 log = logging.getLogger(__name__)
@@ -39,6 +40,12 @@ _QUOTED = re.compile(r'"[^"]*"|“[^”]*”')
 _SPEAKER_LABEL = re.compile(r"\s*(?:the\s+)?user\s*:", re.IGNORECASE)
 _PLACEHOLDER = re.compile(r"\[[\w\s-]*\]|<[\w\s-]*>|\{[\w\s-]*\}")
 REPEAT_RUN = 4  # the same four words twice in one fact: a loop, not a statement
+MIN_SUMMARY_SUPPORT = 0.5
+# Words a summary is told in rather than what it tells (stems, as content_words gives).
+SUMMARY_FRAME = frozenset(content_words(
+    "assistant asked discussed talked conversation session mentioned shared said told "
+    "explained suggested described wanted expressed spoke chatted"
+))
 
 
 def ground(distillation: Distillation, session: SessionInput) -> Distillation:
@@ -61,7 +68,11 @@ def ground(distillation: Distillation, session: SessionInput) -> Distillation:
     ]
     episode = distillation.episode
     if episode is not None:
-        episode = _mentioned_entities_only(episode, session)
+        if is_credible_summary(episode.summary, session):
+            episode = _mentioned_entities_only(episode, session)
+        else:
+            log.debug("dropped a summary the session does not support: %r", episode.summary)
+            episode = None
     proposed = len(distillation.identity) + len(distillation.pinned)
     kept = {f.content for f in (*identity, *pinned)}
     for fact in (*distillation.identity, *distillation.pinned):
@@ -94,6 +105,23 @@ def is_statement(fact: str) -> bool:
         return False
     runs = [tuple(words[i : i + REPEAT_RUN]) for i in range(len(words) - REPEAT_RUN + 1)]
     return len(runs) == len(set(runs))
+
+
+def is_credible_summary(summary: str, session: SessionInput) -> bool:
+    """A summary tells what the session held: most of its words come from the session
+    (either side; words that frame a summary aside), and it holds no template placeholder
+    and no loop. A small model's summary of something else is worse than none: it would
+    be recalled as what was said."""
+    words = [w.lower() for w in WORD.findall(summary)]
+    if not words or _PLACEHOLDER.search(summary.replace(REDACTED, "")):
+        return False
+    runs = [tuple(words[i : i + REPEAT_RUN]) for i in range(len(words) - REPEAT_RUN + 1)]
+    if len(runs) != len(set(runs)):
+        return False
+    said = content_words(" ".join(f"{turn.user} {turn.assistant}" for turn in session.turns))
+    # Numbers aside: the model is asked to turn "yesterday" into a date.
+    told = {w for w in content_words(summary) - FACT_FRAME - SUMMARY_FRAME if not w.isdigit()}
+    return not told or len(told & said) / len(told) >= MIN_SUMMARY_SUPPORT
 
 
 def supported(fact: str, words: set[str]) -> bool:

@@ -122,12 +122,14 @@ class LLMDistiller:
                 "session %s is longer than core_context_tokens (%d): distilling it in %d parts",
                 session.session_id, self.context_tokens, len(parts),
             )
+        distilled = []
         async with self._slots:
-            distilled = [
-                await self._distil_part(dataclasses.replace(session, turns=part))
-                for part in parts
-            ]
-        return ground(_without_secrets(_joined(distilled), session.session_id), session)
+            for turns in parts:
+                part = dataclasses.replace(session, turns=turns)
+                # Checked against the turns the model saw, before the parts are joined.
+                answer = await self._distil_part(part)
+                distilled.append(ground(_without_secrets(answer, session.session_id), part))
+        return _joined(distilled)
 
     def parts(self, session: SessionInput) -> list[list[Turn]]:
         """The session's turns in consecutive runs whose prompts fit the core model's context

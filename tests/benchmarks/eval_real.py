@@ -180,7 +180,7 @@ def llama_server(binary: Path, model: Path, parallel: int, log_path: Path) -> It
                 if time.monotonic() > deadline:
                     raise RuntimeError("llama-server did not become healthy")
                 time.sleep(0.5)
-            yield url
+            yield url + "/v1"
         finally:
             proc.terminate()
             try:
@@ -288,7 +288,30 @@ def share(value: float | None) -> str:
     return "n/a" if value is None else f"{value:.2f}"
 
 
-def report(results: Sequence[Result], info: dict[str, str], dropped: Sequence[str]) -> str:
+def table(results: Sequence[Result]) -> list[str]:
+    header = ["data", "sessions", "outcomes", "facts/session", "proposed", "dropped",
+              "grounded", "invented", "confirmed", "obs. covered", "s/session (mean, max)",
+              f"> {TARGET_SECONDS:.0f} s"]
+    rows = []
+    for dataset in [*sorted({r.case.dataset for r in results}), "all"]:
+        part = [r for r in results if dataset in ("all", r.case.dataset)]
+        j = judged(part)
+        rows.append([
+            dataset, str(j["sessions"]), ", ".join(f"{k} {v}" for k, v in j["statuses"].items()),
+            f"{j['facts_per_session']:.1f}", str(j["proposed"]), str(j["dropped_ungrounded"]),
+            share(j["grounded"]), str(j["invented"]), share(j["confirmed"]),
+            share(j["observations_covered"]),
+            f"{j['seconds_mean']:.1f}, {j['seconds_max']:.1f}", str(j["over_target"]),
+        ])
+    return markdown_table(header, rows)
+
+
+def report(
+    results: Sequence[Result],
+    rules: Sequence[Result],
+    info: dict[str, str],
+    dropped: Sequence[str],
+) -> str:
     lines = [
         "# Distillation by a real small model",
         "",
@@ -304,21 +327,9 @@ def report(results: Sequence[Result], info: dict[str, str], dropped: Sequence[st
         "number found nowhere in the session; confirmed = matches a LoCoMo annotation.",
         "",
     ]
-    header = ["data", "sessions", "outcomes", "facts/session", "proposed", "dropped",
-              "grounded", "invented", "confirmed", "obs. covered", "s/session (mean, max)",
-              f"> {TARGET_SECONDS:.0f} s"]
-    rows = []
-    for dataset in [*sorted({r.case.dataset for r in results}), "all"]:
-        part = [r for r in results if dataset in ("all", r.case.dataset)]
-        j = judged(part)
-        rows.append([
-            dataset, str(j["sessions"]), ", ".join(f"{k} {v}" for k, v in j["statuses"].items()),
-            f"{j['facts_per_session']:.1f}", str(j["proposed"]), str(j["dropped_ungrounded"]),
-            share(j["grounded"]), str(j["invented"]), share(j["confirmed"]),
-            share(j["observations_covered"]),
-            f"{j['seconds_mean']:.1f}, {j['seconds_max']:.1f}", str(j["over_target"]),
-        ])
-    lines += markdown_table(header, rows)
+    lines += ["## With the core model", "", *table(results)]
+    lines += ["", "## The same sessions with the rule distiller (no core model)", "",
+              *table(rules)]
     overall = judged(results)
     if overall["chat_seconds"]:
         lines += ["", "A chat turn sent 2 s into a distillation took (s): "
@@ -336,14 +347,41 @@ def report(results: Sequence[Result], info: dict[str, str], dropped: Sequence[st
         lines += ["", f"## Facts dropped as ungrounded ({len(dropped)}; the first 40)", ""]
         lines += [f"- {fact}" for fact in dropped[:40]]
     lines += ["", "## Every stored fact", ""]
-    for r in results:
+    for r in [*results, *rules]:
         if not r.facts:
             continue
-        lines.append(f"- {r.case.agent_id} {r.case.conversation_id} ({r.seconds:.1f} s):")
+        who = "core model" if r in results else "rules"
+        lines.append(f"- {who}: {r.case.agent_id} {r.case.conversation_id} ({r.seconds:.1f} s):")
         for f in r.facts:
             mark = "" if grounded(f["content"], r.case.user_text) else " (not grounded)"
             lines.append(f"  - [{f['kind']}, {f['status']}] {f['content']}{mark}")
     return "\n".join(lines) + "\n"
+
+
+def distil_all(
+    cases: Sequence[Case], upstream: str, settings: dict[str, str], *, chat_probe: bool
+) -> tuple[list[Result], list[str]]:
+    """Every case through a fresh proxy with `settings`: the results with their stored facts,
+    and the facts the distiller dropped as ungrounded (from its debug log)."""
+    results: list[Result] = []
+    with tempfile.TemporaryDirectory(prefix="eval-real-") as tmp:
+        data_dir = Path(tmp)
+        with running_proxy(upstream, data_dir, {**settings, "log_level": "debug"}) as proxy:
+            for number, case in enumerate(cases):
+                result = run_case(proxy, case, chat_probe=chat_probe and number % 4 == 1)
+                results.append(result)
+                counts = {k: v for k, v in result.outcome.items() if k.startswith("facts")}
+                print(f"{case.dataset} {case.agent_id} {case.conversation_id}: "
+                      f"{result.outcome.get('status')} in {result.seconds:.1f} s, {counts}",
+                      flush=True)
+            by_agent: dict[str, list[dict[str, Any]]] = {}
+            for result in results:
+                if result.case.agent_id not in by_agent:
+                    by_agent[result.case.agent_id] = stored_facts(proxy, result.case.agent_id)
+                result.facts = [f for f in by_agent[result.case.agent_id]
+                                if f["conversation_id"] == result.case.conversation_id]
+        log_text = (data_dir / "proxy.log").read_text(errors="replace")
+    return results, re.findall(r"dropped a fact the user's words do not support: (.*)", log_text)
 
 
 def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
@@ -366,27 +404,13 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     questions, lme_per = (int(x) for x in args.longmemeval.split("x"))
     cases = locomo_cases(conversations, per) + longmemeval_cases(questions, lme_per)
     settings = {"core_model": MODEL_ALIAS, "summary_debounce_seconds": "3600",
-                "upstream_read_timeout": "600", "log_level": "debug"}
-    results: list[Result] = []
-    with tempfile.TemporaryDirectory(prefix="eval-real-") as tmp:
-        data_dir = Path(tmp)
-        with llama_server(server, model, args.parallel, data_dir / "llama.log") as upstream, \
-                running_proxy(upstream, data_dir, settings) as proxy:
-            for number, case in enumerate(cases):
-                result = run_case(proxy, case, chat_probe=number % 4 == 1)
-                results.append(result)
-                counts = {k: v for k, v in result.outcome.items() if k.startswith("facts")}
-                print(f"{case.dataset} {case.agent_id} {case.conversation_id}: "
-                      f"{result.outcome.get('status')} in {result.seconds:.1f} s, {counts}",
-                      flush=True)
-            by_agent: dict[str, list[dict[str, Any]]] = {}
-            for result in results:
-                if result.case.agent_id not in by_agent:
-                    by_agent[result.case.agent_id] = stored_facts(proxy, result.case.agent_id)
-                result.facts = [f for f in by_agent[result.case.agent_id]
-                                if f["conversation_id"] == result.case.conversation_id]
-        log_text = (data_dir / "proxy.log").read_text(errors="replace")
-    dropped = re.findall(r"dropped a fact the user's words do not support: (.*)", log_text)
+                "upstream_read_timeout": "600"}
+    with tempfile.TemporaryDirectory(prefix="llama-") as tmp, \
+            llama_server(server, model, args.parallel, Path(tmp) / "llama.log") as upstream:
+        results, dropped = distil_all(cases, upstream, settings, chat_probe=True)
+    print("the same sessions with the rule distiller (no core model):", flush=True)
+    rules, _ = distil_all(cases, "http://127.0.0.1:9/v1", {"summary_debounce_seconds": "3600"},
+                          chat_probe=False)
     info = {
         "command": "make eval-real" + (f" ARGS='{' '.join(argv)}'" if argv else ""),
         "date": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
@@ -395,7 +419,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
         "model": model.name, "server": server.name, "parallel": str(args.parallel),
         "settings": ", ".join(f"{k}={v}" for k, v in settings.items()),
     }
-    args.out.write_text(report(results, info, dropped), encoding="utf-8")
+    args.out.write_text(report(results, rules, info, dropped), encoding="utf-8")
     overall = judged(results)
     print(json.dumps({k: v for k, v in overall.items() if k != "invented_examples"}, indent=1))
     print(f"report: {args.out}")
