@@ -7,7 +7,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from typing import Any
 
-from litestar import Litestar, get
+from litestar import Litestar, route
 from litestar.datastructures import State
 from litestar.di import NamedDependency, Provide
 
@@ -34,7 +34,7 @@ def _services(state: State) -> Services:
     return services
 
 
-@get("/health")
+@route("/health", http_method=["GET", "HEAD"])
 async def health(services: NamedDependency[Services]) -> dict[str, Any]:
     if services.memory is None:
         return {"status": "ok", "upstream": services.upstream.base_url, "memory": "disabled"}

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 from litestar import Request, Response, post
@@ -10,10 +11,14 @@ from litestar.di import NamedDependency
 
 from mnemoproxy.errors import InvalidArgument
 from mnemoproxy.proxy.chat_memory import prepare, remember
+from mnemoproxy.proxy.ids import header_id
 from mnemoproxy.proxy.relay import OnReply, relay
 from mnemoproxy.proxy.services import Services
 from mnemoproxy.proxy.sse import AssistantReply
 from mnemoproxy.proxy.upstream import forward_headers
+
+# An escaped UTF-16 surrogate; JSON decoding pairs them, and lets a lone one through.
+_SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
 
 
 def parse_chat_body(raw: bytes) -> dict[str, Any]:
@@ -25,6 +30,18 @@ def parse_chat_body(raw: bytes) -> dict[str, Any]:
             f"the request body is not valid JSON ({exc}); send a chat completion request "
             "as a JSON object"
         ) from None
+    except RecursionError:
+        raise InvalidArgument("the request body nests JSON too deeply to be read") from None
+    if _SURROGATE_ESCAPE.search(raw):
+        try:
+            json.dumps(body, ensure_ascii=False).encode("utf-8")
+        except UnicodeEncodeError:
+            # The JSON API refuses the same (its decoder is strict); text that is not
+            # Unicode cannot be stored, embedded or searched.
+            raise InvalidArgument(
+                "the request body holds an unpaired UTF-16 surrogate escape (\\ud800 to "
+                "\\udfff), which is not text"
+            ) from None
     if not isinstance(body, dict):
         raise InvalidArgument("the request body must be a JSON object with a 'messages' list")
     messages = body.get("messages")
@@ -48,24 +65,14 @@ def parse_chat_body(raw: bytes) -> dict[str, Any]:
     return body
 
 
-MAX_ID_CHARS = 256
-
-
-def _memory_header(request: Request[Any, Any, Any], name: str) -> str:
-    value = request.headers.get(name, "").strip()
-    if len(value) > MAX_ID_CHARS:
-        raise InvalidArgument(f"{name} is longer than {MAX_ID_CHARS} characters", param=name)
-    return value
-
-
 @post("/v1/chat/completions", status_code=200)
 async def chat_completions(
     request: Request[Any, Any, Any], services: NamedDependency[Services]
 ) -> Response[Any]:
     raw = await request.body()
     body = parse_chat_body(raw)
-    agent_id = _memory_header(request, "X-Agent-Id")
-    session_id = _memory_header(request, "X-Session-Id") or None
+    agent_id = header_id(request, "X-Agent-Id")
+    session_id = header_id(request, "X-Session-Id") or None
 
     plan = None
     memory, read_path = services.memory, services.read_path

@@ -12,12 +12,12 @@ from datetime import UTC, datetime
 from typing import Annotated, Any, Literal
 
 import msgspec
-from litestar import get, post
+from litestar import post, route
 from litestar.di import NamedDependency
 from litestar.params import JSONBody, PathParameter, QueryParameter
 
 from mnemoproxy.memory import SCOPES, Turn
-from mnemoproxy.proxy.chat import MAX_ID_CHARS
+from mnemoproxy.proxy.ids import MAX_ID_CHARS, normalised_id
 from mnemoproxy.proxy.services import Services
 
 MAX_INGEST_TURNS = 10_000
@@ -67,7 +67,18 @@ class IngestTurn(msgspec.Struct, forbid_unknown_fields=True):
             raise ValueError("a turn needs user or assistant text")
 
 
-class IngestBody(msgspec.Struct):
+class _Keyed(msgspec.Struct):
+    """A body naming an agent (and maybe a conversation): the ids as the chat route keys
+    them (proxy/ids.py)."""
+
+    def __post_init__(self) -> None:
+        for name in ("agent_id", "conversation_id"):
+            value = getattr(self, name, None)
+            if isinstance(value, str):
+                setattr(self, name, normalised_id(value))
+
+
+class IngestBody(_Keyed):
     agent_id: Id
     conversation_id: Id
     turns: Annotated[list[IngestTurn], msgspec.Meta(min_length=1, max_length=MAX_INGEST_TURNS)]
@@ -75,7 +86,7 @@ class IngestBody(msgspec.Struct):
     skip_extraction: bool = False
 
 
-class SearchBody(msgspec.Struct):
+class SearchBody(_Keyed):
     agent_id: Id
     query: str
     scope: Scope | None = None
@@ -83,12 +94,12 @@ class SearchBody(msgspec.Struct):
     days: Annotated[float, msgspec.Meta(gt=0, le=36500)] | None = None
 
 
-class PreviewBody(msgspec.Struct):
+class PreviewBody(_Keyed):
     agent_id: Id
     messages: Annotated[list[dict[str, Any]], msgspec.Meta(min_length=1)]
 
 
-class ConsolidateBody(msgspec.Struct):
+class ConsolidateBody(_Keyed):
     agent_id: Id | None = None
 
 
@@ -111,13 +122,13 @@ async def ingest(data: JSONBody[IngestBody], services: NamedDependency[Services]
     }
 
 
-@get("/agents")
+@route("/agents", http_method=["GET", "HEAD"])
 async def agents(services: NamedDependency[Services]) -> Any:
     memory, _ = services.require_memory()
     return {"agents": await memory.agents()}
 
 
-@get("/agents/{agent_id:str}/facts")
+@route("/agents/{agent_id:str}/facts", http_method=["GET", "HEAD"])
 async def agent_facts(
     agent_id: Annotated[str, PathParameter(max_length=MAX_ID_CHARS)],
     services: NamedDependency[Services],
@@ -130,6 +141,7 @@ async def agent_facts(
     """The agent's facts in the order they were stored, a page at a time: pass the answer's
     `next_cursor` as `cursor` for the next page (null: no more)."""
     memory, _ = services.require_memory()
+    agent_id = normalised_id(agent_id)
     rows = await memory.facts(
         agent_id, kind=kind, status=status, text=q, limit=limit, after_id=cursor
     )

@@ -41,6 +41,9 @@ _HOP_HEADERS = frozenset(
 )
 # Memory headers are for the proxy, not for the model server.
 _PROXY_HEADERS = frozenset({"x-agent-id", "x-session-id"})
+# The proxy's own HTTP server writes these on every response; relayed, they would be sent
+# twice.
+_SERVER_HEADERS = frozenset({"date", "server"})
 RELAY_TIMEOUT_SETTING = "upstream_read_timeout"
 RELAY_URL_SETTING = "upstream_url"
 
@@ -66,6 +69,9 @@ def _timeout(settings: Settings) -> httpx.Timeout:
     )
 
 
+_TIMEOUTS = (httpx.TimeoutException, asyncio.TimeoutError, TimeoutError)
+
+
 def translate_error(
     exc: BaseException,
     base_url: str,
@@ -79,15 +85,9 @@ def translate_error(
     while cur is not None and len(chain) < 8:
         chain.append(cur)
         cur = cur.__cause__ or cur.__context__
-    # aiohttp reports a refused connection through an exception httpx-aiohttp maps to a
-    # timeout class, so the root cause decides, not the outer class.
-    refused = any(
-        isinstance(e, ConnectionError | OSError) and not isinstance(e, TimeoutError)
-        for e in chain[1:]
-    )
-    timed_out = not refused and any(
-        isinstance(e, httpx.TimeoutException | asyncio.TimeoutError | TimeoutError) for e in chain
-    )
+    # The root cause decides, not the outer class: httpx-aiohttp reports a refused
+    # connection, and a server that hung up without answering, as connect timeouts.
+    timed_out = isinstance(chain[-1], _TIMEOUTS)
     if timed_out:
         remedy = f"raise {timeout_setting}" if timeout_setting else "check the server's load"
         return UpstreamTimeout(
@@ -95,7 +95,7 @@ def translate_error(
         )
     where = f"that {url_setting} is right" if url_setting else "that its URL is right"
     return UpstreamError(
-        f"cannot reach the model server at {base_url} ({type(chain[-1]).__name__}: "
+        f"no usable answer from the model server at {base_url} ({type(chain[-1]).__name__}: "
         f"{chain[-1]}); check that it is running and {where}",
     )
 
@@ -132,7 +132,9 @@ class UpstreamResponse:
     def relayed_headers(self) -> dict[str, str]:
         """The headers a client should get: everything but hop-by-hop and framing."""
         return {
-            k: v for k, v in self._response.headers.items() if k.lower() not in _HOP_HEADERS
+            k: v
+            for k, v in self._response.headers.items()
+            if k.lower() not in _HOP_HEADERS and k.lower() not in _SERVER_HEADERS
         }
 
     async def chunks(self) -> AsyncIterator[bytes]:
@@ -140,7 +142,7 @@ class UpstreamResponse:
         try:
             async for chunk in self._response.aiter_raw():
                 yield chunk
-        except httpx.HTTPError as exc:
+        except Exception as exc:  # some aiohttp errors reach us unwrapped by httpx
             raise translate_error(exc, self._base_url) from exc
 
     async def read(self) -> bytes:
@@ -185,7 +187,7 @@ class Upstream:
         request = self._client.build_request(method, url, headers=headers, content=content)
         try:
             response = await self._client.send(request, stream=True)
-        except (TimeoutError, httpx.HTTPError, OSError) as exc:
+        except Exception as exc:  # some aiohttp errors reach us unwrapped by httpx
             raise translate_error(exc, self.base_url) from exc
         return UpstreamResponse(response, self.base_url)
 
@@ -213,10 +215,10 @@ class Upstream:
                 timeout=timeout if timeout is not None else httpx.USE_CLIENT_DEFAULT,
             )
             payload = response.json()
-        except (TimeoutError, httpx.HTTPError, OSError) as exc:
-            raise translate_error(exc, root, timeout_setting, url_setting) from exc
         except ValueError as exc:
             raise UpstreamError(f"the model server at {root} answered with invalid JSON") from exc
+        except Exception as exc:  # some aiohttp errors reach us unwrapped by httpx
+            raise translate_error(exc, root, timeout_setting, url_setting) from exc
         if response.status_code >= 400:
             message = payload.get("error", {}) if isinstance(payload, dict) else payload
             raise UpstreamError(

@@ -93,6 +93,30 @@ def test_replayed_request_does_not_duplicate_and_history_is_backfilled(memory_pr
     assert any("Luna" in r["text"] for r in found)
 
 
+def test_an_agent_is_one_agent_whichever_door_and_spelling(memory_proxy):
+    decomposed = "jose\u0301"  # "josé" as e + combining accent, as some keyboards send it
+    response = post(memory_proxy, "/memory/ingest", {
+        "agent_id": decomposed, "conversation_id": "c1",
+        "turns": [{"user": "I keep bees on my roof.", "assistant": "Lovely."}],
+    })
+    assert response.status_code == 200, response.text
+    chat = httpx.post(
+        memory_proxy.base_url + "/chat/completions",
+        json={"model": "m", "messages": [{"role": "user", "content": "How are my bees?"}]},
+        headers={"X-Agent-Id": "jos\u00e9".encode()},  # UTF-8 bytes on the wire
+    )
+    assert chat.status_code == 200, chat.text
+
+    def agents():
+        listed = httpx.get(memory_proxy.url + "/agents").json()["agents"]
+        return {a["id"]: a["turns"] for a in listed}
+
+    assert wait_for(lambda: agents() == {"jos\u00e9": 2})
+    assert httpx.head(memory_proxy.url + "/agents").status_code == 200
+    facts = httpx.get(memory_proxy.url + f"/agents/{decomposed}/facts")
+    assert facts.status_code == 200 and facts.json()["agent_id"] == "jos\u00e9"
+
+
 def test_ingest_then_identity_question_gets_memory_and_haiku_does_not(memory_proxy, fake_upstream):
     response = post(
         memory_proxy,

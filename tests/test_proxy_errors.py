@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import socket
+import threading
+
 import httpx
 import openai
 import pytest
@@ -33,6 +36,8 @@ def assert_openai_error(response: httpx.Response, status: int, *, param: str | N
         (b'{"messages": [{"content": "no role"}]}', "messages[0].role"),
         (b'{"messages": [{"role": "user", "content": "x"}], "stream": "yes"}', "stream"),
         (b"\xff\xfe\x00garbage", None),
+        (b'{"messages": ' + b"[" * 100_000 + b"]" * 100_000 + b"}", None),
+        (b'{"messages": [{"role": "user", "content": "half a pair: \\ud83d"}]}', None),
     ],
 )
 def test_bad_chat_bodies_get_400(proxy: ProxyServer, fake_upstream: FakeUpstream, body, param):
@@ -103,3 +108,91 @@ def test_overlong_agent_id_is_a_400(proxy: ProxyServer, fake_upstream: FakeUpstr
     )
     assert_openai_error(response, 400, param="X-Agent-Id")
     assert fake_upstream.requests == []
+
+
+def test_a_utf8_agent_id_header_is_read_as_utf8(proxy: ProxyServer, fake_upstream: FakeUpstream):
+    response = httpx.post(
+        proxy.base_url + "/chat/completions",
+        json={"messages": [{"role": "user", "content": "x"}]},
+        headers={"x-agent-id": b"\xff\xfeno"},  # latin-1 bytes that are not UTF-8
+    )
+    assert_openai_error(response, 400, param="X-Agent-Id")
+    assert fake_upstream.requests == []
+
+
+def test_an_escaped_emoji_is_not_mistaken_for_a_lone_surrogate(
+    proxy: ProxyServer, fake_upstream: FakeUpstream
+):
+    body = b'{"model": "m", "messages": [{"role": "user", "content": "hi \\ud83d\\ude00"}]}'
+    response = httpx.post(
+        proxy.base_url + "/chat/completions",
+        content=body,
+        headers={"content-type": "application/json"},
+    )
+    assert response.status_code == 200, response.text
+    assert fake_upstream.requests[-1].json["messages"][0]["content"] == "hi \U0001f600"
+
+
+def test_health_answers_head(proxy: ProxyServer):
+    response = httpx.head(proxy.url + "/health")
+    assert response.status_code == 200 and response.content == b""
+
+
+def test_relayed_responses_carry_one_date_and_one_server_header(proxy: ProxyServer):
+    response = httpx.post(
+        proxy.base_url + "/chat/completions",
+        json={"model": "m", "messages": [{"role": "user", "content": "x"}]},
+    )
+    assert response.status_code == 200
+    assert len(response.headers.get_list("date")) == 1
+    assert len(response.headers.get_list("server")) <= 1
+
+
+class RawServer:
+    """A loopback TCP server that answers every connection with `reply` and closes: an
+    upstream that speaks broken HTTP, or hangs up without a word."""
+
+    def __init__(self, reply: bytes) -> None:
+        self.reply = reply
+        self.sock = socket.socket()
+        self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen()
+        self.url = f"http://127.0.0.1:{self.sock.getsockname()[1]}/v1"
+        threading.Thread(target=self._serve, daemon=True).start()
+
+    def _serve(self) -> None:
+        while True:
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                return
+            with conn:
+                conn.recv(65536)
+                conn.sendall(self.reply)
+
+    def close(self) -> None:
+        self.sock.close()
+
+
+@pytest.mark.parametrize(
+    "reply", [b"", b"HELLO THERE\r\n\r\n", b"HTTP/1.1 200 OK\r\nContent-Length: 99\r\n\r\n{"]
+)
+def test_an_upstream_that_breaks_http_gets_502(reply: bytes):
+    upstream = RawServer(reply)
+    settings = make_settings(upstream_url=upstream.url, enabled=False, upstream_read_timeout=5)
+    try:
+        with ProxyServer(settings) as server:
+            response = httpx.post(
+                server.base_url + "/chat/completions",
+                json={"model": "m", "messages": [{"role": "user", "content": "x"}]},
+                timeout=10,
+            )
+            if reply.startswith(b"HTTP/1.1 200"):
+                # The status line was relayed before the body broke off: the client sees the
+                # transfer end early, never a hang.
+                assert response.status_code in (200, 502)
+            else:
+                assert_openai_error(response, 502)
+    finally:
+        upstream.close()
