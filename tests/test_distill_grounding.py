@@ -120,8 +120,16 @@ async def test_a_summary_the_session_does_not_support_is_dropped(summary: str) -
     assert result.episode is None
 
 
-async def test_a_summary_in_its_own_words_is_kept() -> None:
-    summary = "User asked how JSON schemas work and mentioned being a vegetarian in Porto."
+@pytest.mark.parametrize(
+    "summary",
+    [
+        "User asked how JSON schemas work and mentioned being a vegetarian in Porto.",
+        # A phrase said twice is emphasis, not yet a loop.
+        "User asked how JSON schemas work. Being a vegetarian in Porto, user asked how "
+        "JSON schemas work for recipes.",
+    ],
+)
+async def test_a_summary_in_its_own_words_is_kept(summary: str) -> None:
     result, _ = await distil(answer(summary=summary))
     assert result.episode is not None and result.episode.summary == summary
 

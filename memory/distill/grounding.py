@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import logging
 import re
+from collections import Counter
 from dataclasses import replace
 
 from mnemoproxy.memory.models import Distillation, EpisodeDraft, FactDraft, SessionInput
@@ -40,6 +41,7 @@ _QUOTED = re.compile(r'"[^"]*"|“[^”]*”')
 _SPEAKER_LABEL = re.compile(r"\s*(?:the\s+)?user\s*:", re.IGNORECASE)
 _PLACEHOLDER = re.compile(r"\[[\w\s-]*\]|<[\w\s-]*>|\{[\w\s-]*\}")
 REPEAT_RUN = 4  # the same four words twice in one fact: a loop, not a statement
+SUMMARY_LOOP = 3  # a summary may say a phrase twice; three times is a loop
 MIN_SUMMARY_SUPPORT = 0.5
 # Words a summary is told in rather than what it tells (stems, as content_words gives).
 SUMMARY_FRAME = frozenset(content_words(
@@ -103,8 +105,7 @@ def is_statement(fact: str) -> bool:
         return False
     if fact.rstrip().endswith(("...", "…")):
         return False
-    runs = [tuple(words[i : i + REPEAT_RUN]) for i in range(len(words) - REPEAT_RUN + 1)]
-    return len(runs) == len(set(runs))
+    return max(_run_counts(words).values(), default=0) < 2
 
 
 def is_credible_summary(summary: str, session: SessionInput) -> bool:
@@ -115,13 +116,17 @@ def is_credible_summary(summary: str, session: SessionInput) -> bool:
     words = [w.lower() for w in WORD.findall(summary)]
     if not words or _PLACEHOLDER.search(summary.replace(REDACTED, "")):
         return False
-    runs = [tuple(words[i : i + REPEAT_RUN]) for i in range(len(words) - REPEAT_RUN + 1)]
-    if len(runs) != len(set(runs)):
+    if max(_run_counts(words).values(), default=0) >= SUMMARY_LOOP:
         return False
     said = content_words(" ".join(f"{turn.user} {turn.assistant}" for turn in session.turns))
     # Numbers aside: the model is asked to turn "yesterday" into a date.
     told = {w for w in content_words(summary) - FACT_FRAME - SUMMARY_FRAME if not w.isdigit()}
     return not told or len(told & said) / len(told) >= MIN_SUMMARY_SUPPORT
+
+
+def _run_counts(words: list[str]) -> Counter[tuple[str, ...]]:
+    """How often each run of REPEAT_RUN consecutive words occurs."""
+    return Counter(tuple(words[i : i + REPEAT_RUN]) for i in range(len(words) - REPEAT_RUN + 1))
 
 
 def supported(fact: str, words: set[str]) -> bool:

@@ -15,9 +15,10 @@ returns), then the agent's facts are read back with GET /agents/{id}/facts and j
   the user (half its content words in one observation); and how many of those
   observations some fact covers.
 
-Also per session: seconds for the ingest (the distillation is awaited), facts proposed
-and dropped as ungrounded, and the outcome (failed or dead-lettered ones with reasons).
-Not part of `make test`: the first run builds llama-server (about 20 minutes on 2 cores).
+Also per session: seconds for the ingest (the distillation is awaited), whether an
+episode was kept (a summary the session does not support is dropped), facts proposed and
+dropped as ungrounded, and the outcome (failed or dead-lettered ones with reasons).
+Not part of `make test`: the first run builds llama-server (about 6 minutes on 2 cores).
 """
 
 from __future__ import annotations
@@ -260,6 +261,7 @@ def judged(results: Sequence[Result]) -> dict[str, Any]:
     return {
         "sessions": len(results),
         "statuses": dict(statuses),
+        "episodes": sum(r.outcome.get("episode_id") is not None for r in results),
         "facts": len(facts),
         "facts_per_session": len(facts) / max(1, len(results)),
         "proposed": proposed,
@@ -289,7 +291,7 @@ def share(value: float | None) -> str:
 
 
 def table(results: Sequence[Result]) -> list[str]:
-    header = ["data", "sessions", "outcomes", "facts/session", "proposed", "dropped",
+    header = ["data", "sessions", "outcomes", "episodes", "facts/session", "proposed", "dropped",
               "grounded", "invented", "confirmed", "obs. covered", "s/session (mean, max)",
               f"> {TARGET_SECONDS:.0f} s"]
     rows = []
@@ -298,7 +300,8 @@ def table(results: Sequence[Result]) -> list[str]:
         j = judged(part)
         rows.append([
             dataset, str(j["sessions"]), ", ".join(f"{k} {v}" for k, v in j["statuses"].items()),
-            f"{j['facts_per_session']:.1f}", str(j["proposed"]), str(j["dropped_ungrounded"]),
+            str(j["episodes"]), f"{j['facts_per_session']:.1f}", str(j["proposed"]),
+            str(j["dropped_ungrounded"]),
             share(j["grounded"]), str(j["invented"]), share(j["confirmed"]),
             share(j["observations_covered"]),
             f"{j['seconds_mean']:.1f}, {j['seconds_max']:.1f}", str(j["over_target"]),
@@ -310,7 +313,7 @@ def report(
     results: Sequence[Result],
     rules: Sequence[Result],
     info: dict[str, str],
-    dropped: Sequence[str],
+    dropped: dict[str, list[str]],
 ) -> str:
     lines = [
         "# Distillation by a real small model",
@@ -343,9 +346,11 @@ def report(
         lines += ["", "## Facts with names or numbers the session never mentions", ""]
         lines += [f"- {content!r}: {', '.join(names)}"
                   for content, names in overall["invented_examples"]]
-    if dropped:
-        lines += ["", f"## Facts dropped as ungrounded ({len(dropped)}; the first 40)", ""]
-        lines += [f"- {fact}" for fact in dropped[:40]]
+    for what, texts in dropped.items():
+        if texts:
+            lines += ["", f"## {what.capitalize()} dropped as ungrounded ({len(texts)}; "
+                      "the first 40)", ""]
+            lines += [f"- {text}" for text in texts[:40]]
     lines += ["", "## Every stored fact", ""]
     for r in [*results, *rules]:
         if not r.facts:
@@ -360,9 +365,9 @@ def report(
 
 def distil_all(
     cases: Sequence[Case], upstream: str, settings: dict[str, str], *, chat_probe: bool
-) -> tuple[list[Result], list[str]]:
+) -> tuple[list[Result], dict[str, list[str]]]:
     """Every case through a fresh proxy with `settings`: the results with their stored facts,
-    and the facts the distiller dropped as ungrounded (from its debug log)."""
+    and the facts and summaries the distiller dropped as ungrounded (from its debug log)."""
     results: list[Result] = []
     with tempfile.TemporaryDirectory(prefix="eval-real-") as tmp:
         data_dir = Path(tmp)
@@ -381,7 +386,11 @@ def distil_all(
                 result.facts = [f for f in by_agent[result.case.agent_id]
                                 if f["conversation_id"] == result.case.conversation_id]
         log_text = (data_dir / "proxy.log").read_text(errors="replace")
-    return results, re.findall(r"dropped a fact the user's words do not support: (.*)", log_text)
+    return results, {
+        "facts": re.findall(r"dropped a fact the user's words do not support: (.*)", log_text),
+        "summaries": re.findall(r"dropped a summary the session does not support: (.*)",
+                                log_text),
+    }
 
 
 def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
