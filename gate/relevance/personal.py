@@ -66,6 +66,9 @@ TASK_PAIRS = frozenset(
 TASK_PHRASES = (("explain", "your", "answer"), ("try", "to", "explain"), ("step", "-", "by"),
                 ("step", "by", "step"))
 HELP_TASKS = word_set("write draft create compose prepare plan")
+_TASK_PHRASE_STARTS: dict[str, list[tuple[str, ...]]] = {}
+for _phrase in TASK_PHRASES:
+    _TASK_PHRASE_STARTS.setdefault(_phrase[0], []).append(_phrase)
 
 
 ASKING_FOR = word_set(
@@ -113,14 +116,15 @@ def _is_task(words: Sequence[str], opening: Sequence[str]) -> bool:
         return True
     if len(opening) >= 2 and (opening[0], opening[1]) in TASK_PAIRS:
         return True
-    joined = list(words)
-    for phrase in TASK_PHRASES:
-        n = len(phrase)
-        if any(tuple(joined[i : i + n]) == phrase for i in range(len(joined) - n + 1)):
-            return True
-    # "Can you help me write a resignation letter" asks for a piece of writing.
-    for i in range(len(joined) - 2):
-        if joined[i] == "help" and joined[i + 1] == "me" and joined[i + 2] in HELP_TASKS:
+    # One pass over the words: this runs for every sentence of a long message.
+    for i, word in enumerate(words):
+        if word in _TASK_PHRASE_STARTS:
+            for phrase in _TASK_PHRASE_STARTS[word]:
+                if tuple(words[i : i + len(phrase)]) == phrase:
+                    return True
+        # "Can you help me write a resignation letter" asks for a piece of writing.
+        elif (word == "help" and i + 2 < len(words) and words[i + 1] == "me"
+              and words[i + 2] in HELP_TASKS):
             return True
     return False
 

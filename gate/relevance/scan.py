@@ -98,14 +98,16 @@ class CueScanner:
             if not sentence:
                 continue
             doc = self._nlp.make_doc(sentence)
-            lowered = [token.lower_ for token in doc]
+            # Token objects are made anew on each pass over a Doc: one pass serves all.
+            tokens = list(doc)
+            lowered = [token.lower_ for token in tokens]
             sentence_words = set(lowered)
             words |= sentence_words
             read_sentence(lowered, cues.personal, first_sentence=number == 0)
-            for name in _names(doc):
+            for name in _names(tokens):
                 if len(cues.names) < MAX_NAMES and name not in cues.names:
                     cues.names.append(name)
-            opening = opening or _first_word(doc)
+            opening = opening or _first_word(tokens)
             anchors = sentence_words & ANCHOR_WORDS
             if anchors:
                 self._match_cues(doc, anchors, cues)
@@ -153,12 +155,12 @@ class CueScanner:
         return matcher
 
 
-def _names(doc: Any) -> list[str]:
+def _names(tokens: Sequence[Any]) -> list[str]:
     """Runs of capitalised words that do not open the sentence ("the Natural Park of
     Moncayo", "Caroline's"), without a possessive ending."""
     names: list[str] = []
     run: list[str] = []
-    for token in list(doc)[1:]:
+    for token in tokens[1:]:
         if token.is_title and token.is_alpha and len(token.text) >= MIN_NAME_CHARS:
             run.append(token.text)
             continue
@@ -178,8 +180,8 @@ def _first_match(matcher: Any, doc: Any) -> str | None:
     return doc[start:end].text
 
 
-def _first_word(doc: Any) -> str:
-    for token in doc:
+def _first_word(tokens: Sequence[Any]) -> str:
+    for token in tokens:
         word = token.lower_
         if token.is_alpha and word not in LEADING_FILLERS:
             return word

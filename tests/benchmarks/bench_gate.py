@@ -26,7 +26,7 @@ from mnemoproxy.gate.relevance import GateContext, HeuristicGate
 from mnemoproxy.gate.tokens import count_tokens, counting_exactly
 
 LOCOMO = Path(__file__).resolve().parents[3] / "shared" / "eval-data" / "locomo10.json"
-P99_TARGET_MS = 2.0
+P99_TARGET_MS = 1.0
 
 
 @dataclass
