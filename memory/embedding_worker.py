@@ -30,6 +30,7 @@ log = logging.getLogger(__name__)
 BATCH_SIZE = 256
 RETRY_SECONDS = 30.0  # after an embedder failure, wait before trying again
 FLUSH_SECONDS = 30.0  # longest an index change waits in memory before it is written
+PROBE_TEXT = "a text any embedder can embed"
 
 
 def content_hash(text: str) -> str:
@@ -83,10 +84,44 @@ class EmbeddingWorker:
                     )
                     if not queued:
                         break
-                    await self._embed_batch(item_type, items, queued)
-                    total += len(items)
+                    total += await self._embed_or_isolate(item_type, items, queued)
             self.embedded += total
             return total
+
+    async def _embed_or_isolate(
+        self, item_type: ItemType, items: list[ItemText], queued: list[int]
+    ) -> int:
+        """Embed a batch; when it fails while the embedder still works (a probe text
+        embeds), find the items that fail alone and take them off the queue without a
+        vector (full-text search still finds them), so one poisonous text never holds up
+        every agent's embeddings. An embedder that is down fails the probe too: the error
+        goes up and the whole batch waits for a retry. Returns how many were embedded."""
+        try:
+            await self._embed_batch(item_type, items, queued)
+            return len(items)
+        except asyncio.CancelledError:
+            raise
+        except Exception:
+            if not items:
+                raise
+            await self.embedder.embed([PROBE_TEXT])  # raises when the embedder is down
+        embedded = 0
+        with_text = {item.item_id for item in items}
+        await self._embed_batch(item_type, [], [i for i in queued if i not in with_text])
+        for item in items:
+            try:
+                await self._embed_batch(item_type, [item], [item.item_id])
+                embedded += 1
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:
+                log.warning(
+                    "cannot embed %s %d of agent %s (%d characters): %s; it stays "
+                    "findable by its words only", item_type, item.item_id, item.agent_id,
+                    len(item.text), exc,
+                )
+                await self._embed_batch(item_type, [], [item.item_id])
+        return embedded
 
     async def _embed_batch(
         self, item_type: ItemType, items: list[ItemText], queued: list[int]

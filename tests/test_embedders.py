@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import resource
 import shutil
 import subprocess
 import sys
@@ -28,6 +29,7 @@ from mnemoproxy.memory.embedders import (
     WordLlamaEmbedder,
     make_embedder,
 )
+from mnemoproxy.memory.embedders.base import MAX_EMBED_CHARS
 from mnemoproxy.memory.embedders.minilm import default_model_dir
 from mnemoproxy.proxy.upstream import Upstream
 from tests.proxy_server import make_settings
@@ -91,6 +93,18 @@ def test_a_text_embeds_the_same_alone_or_in_any_batch(local: LocalEmbedder) -> N
     reversed_batch = local.encode(SENTENCES[::-1])[::-1]
     np.testing.assert_allclose(together, alone, atol=1e-5)
     np.testing.assert_allclose(together, reversed_batch, atol=1e-5)
+
+
+async def test_a_huge_text_is_embedded_by_its_beginning_in_bounded_memory(
+    local: LocalEmbedder,
+) -> None:
+    huge = "I keep bees on the roof of my flat in Lyon. " * 70_000  # about 3 MB
+    started_peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    vectors = await local.embed([huge, *SENTENCES])
+    grown_mib = (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - started_peak) / 1024
+    assert grown_mib < 300
+    np.testing.assert_allclose(vectors[0], local.encode([huge[:MAX_EMBED_CHARS]])[0], atol=1e-5)
+    np.testing.assert_allclose(vectors[1:], local.encode(SENTENCES), atol=1e-5)
 
 
 @pytest.mark.parametrize("backend", ["wordllama", "minilm"])

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 from mnemoproxy.memory.embedders import HashingEmbedder, LocalEmbedder
 from mnemoproxy.memory.embedding_worker import EmbeddingWorker
@@ -178,4 +179,48 @@ async def test_index_files_are_named_safely_for_any_agent_id(tmp_path: Path) -> 
     await parts.worker.drain()
     index_path, _ = parts.vectors.paths(weird)
     assert index_path.parent == tmp_path / "vectors" and index_path.is_file()
+    await parts.close()
+
+
+class PoisonedEmbedder(RenamedEmbedder):
+    """Fails any batch holding a text with POISON in it; `down` fails everything."""
+
+    def __init__(self) -> None:
+        super().__init__("poisoned")
+        self.down = False
+
+    def encode(self, texts: Sequence[str]) -> np.ndarray:
+        if self.down or any("POISON" in text for text in texts):
+            raise MemoryError("cannot allocate")
+        return super().encode(texts)
+
+
+async def test_a_text_that_cannot_be_embedded_is_set_aside_and_the_rest_embedded(
+    tmp_path: Path, caplog
+) -> None:
+    embedder = PoisonedEmbedder()
+    parts = await open_parts(tmp_path, embedder, start_worker=False)
+    await fill(parts.store, "neighbour")
+    session_id, _ = await parts.store.session("agent", "s")
+    await parts.store.add_transcript("agent", session_id, [
+        TranscriptMessage(0, "user", "I walk the dog at six", 1.0),
+        TranscriptMessage(1, "user", "POISON " * 10, 2.0),
+    ])
+    assert await parts.worker.drain() == 5  # all but the poisonous message
+    assert await parts.store.embedding_count("neighbour", "poisoned") == 4
+    assert await parts.store.embedding_count("agent", "poisoned") == 1
+    assert "cannot embed transcript" in caplog.text
+    assert await parts.worker.drain() == 0  # set aside, not retried in a loop
+    await parts.close()
+
+
+async def test_an_embedder_that_is_down_leaves_the_queue_for_a_retry(tmp_path: Path) -> None:
+    embedder = PoisonedEmbedder()
+    parts = await open_parts(tmp_path, embedder, start_worker=False)
+    await fill(parts.store)
+    embedder.down = True
+    with pytest.raises(MemoryError):
+        await parts.worker.drain()
+    embedder.down = False
+    assert await parts.worker.drain() == 4
     await parts.close()

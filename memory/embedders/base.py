@@ -8,6 +8,29 @@ from typing import Protocol
 
 import numpy as np
 
+# Longer texts are embedded by their beginning: a static model's mean over 2,000 tokens
+# says what the text is about, and a whole 3 MB paste, padded beside 63 others in one
+# batch, would take gigabytes. Full-text search still reads every word.
+MAX_EMBED_CHARS = 8000
+
+
+def embeddable(texts: Sequence[str]) -> list[str]:
+    return [text[:MAX_EMBED_CHARS] for text in texts]
+
+
+def length_sorted_batches(lengths: Sequence[int], units_per_batch: int) -> list[list[int]]:
+    """Index batches, longest texts first, each under `units_per_batch` padded units
+    (tokens or characters): a batch is padded to its longest member."""
+    order = sorted(range(len(lengths)), key=lambda i: -lengths[i])
+    batches: list[list[int]] = []
+    for index in order:
+        # The first (longest) member of a batch sets its padded length.
+        if batches and lengths[batches[-1][0]] * (len(batches[-1]) + 1) <= units_per_batch:
+            batches[-1].append(index)
+        else:
+            batches.append([index])
+    return batches
+
 
 class Embedder(Protocol):
     """Turns texts into unit-length float32 vectors.
@@ -44,7 +67,7 @@ class LocalEmbedder:
         await asyncio.to_thread(self.encode, ["warm up"])
 
     async def embed(self, texts: Sequence[str]) -> np.ndarray:
-        return await asyncio.to_thread(self.encode, list(texts))
+        return await asyncio.to_thread(self.encode, embeddable(texts))
 
 
 def l2_normalise(vectors: np.ndarray) -> np.ndarray:

@@ -14,7 +14,7 @@ import numpy as np
 
 from mnemoproxy.errors import SettingError
 from mnemoproxy.lazy import LazyResource
-from mnemoproxy.memory.embedders.base import LocalEmbedder, l2_normalise
+from mnemoproxy.memory.embedders.base import LocalEmbedder, l2_normalise, length_sorted_batches
 from mnemoproxy.memory.embedders.bert import (
     BertWeights,
     bert_mean_pooled,
@@ -100,19 +100,6 @@ def _load(model_dir: Path, expected_sha256: str) -> _LoadedModel:
     return _LoadedModel(tokenizer=tokenizer, weights=weights, blas=ThreadpoolController())
 
 
-def _length_sorted_batches(lengths: list[int], tokens_per_batch: int) -> list[list[int]]:
-    """Index batches, longest texts first, each under `tokens_per_batch` padded tokens."""
-    order = sorted(range(len(lengths)), key=lambda i: -lengths[i])
-    batches: list[list[int]] = []
-    for index in order:
-        # The first (longest) member of a batch sets its padded length.
-        if batches and lengths[batches[-1][0]] * (len(batches[-1]) + 1) <= tokens_per_batch:
-            batches[-1].append(index)
-        else:
-            batches.append([index])
-    return batches
-
-
 class MiniLMEmbedder(LocalEmbedder):
     name = "all-MiniLM-L6-v2"
     dim = 384
@@ -139,7 +126,7 @@ class MiniLMEmbedder(LocalEmbedder):
         # The limit is process-wide while it lasts (threadpoolctl has no per-thread limit);
         # other NumPy work meanwhile just runs on one BLAS thread too.
         with model.blas.limit(limits=BLAS_THREADS, user_api="blas"):
-            for batch in _length_sorted_batches(lengths, self._tokens_per_batch):
+            for batch in length_sorted_batches(lengths, self._tokens_per_batch):
                 ids = np.zeros((len(batch), lengths[batch[0]]), dtype=np.int64)
                 mask = np.zeros(ids.shape, dtype=np.float32)
                 for row, index in enumerate(batch):

@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 
 from mnemoproxy.errors import SettingError, UpstreamError
-from mnemoproxy.memory.embedders.base import l2_normalise
+from mnemoproxy.memory.embedders.base import embeddable, l2_normalise
 from mnemoproxy.memory.model_server import JsonClient
 
 # Inputs per request: OpenAI accepts 2048, but many local servers cap lower, and a smaller
@@ -67,7 +67,7 @@ class OpenAIEmbedder:
             return np.zeros((0, self.dim), dtype=np.float32)
         batches = []
         for start in range(0, len(texts), MAX_INPUTS_PER_REQUEST):
-            chunk = list(texts[start : start + MAX_INPUTS_PER_REQUEST])
+            chunk = embeddable(texts[start : start + MAX_INPUTS_PER_REQUEST])
             body = await self._client.post_json(
                 self._endpoint,
                 {"model": self._model, "input": chunk},

@@ -11,7 +11,7 @@ import numpy as np
 
 from mnemoproxy.errors import SettingError
 from mnemoproxy.lazy import LazyResource
-from mnemoproxy.memory.embedders.base import LocalEmbedder, l2_normalise
+from mnemoproxy.memory.embedders.base import LocalEmbedder, l2_normalise, length_sorted_batches
 
 
 def _package_dir() -> Path:
@@ -40,6 +40,10 @@ def _load_model(package_dir: Path) -> Any:
         ) from exc
 
 
+# Padded characters per batch (about 32k tokens: some 35 MB of token vectors at 256 dims).
+CHARS_PER_BATCH = 128_000
+
+
 class WordLlamaEmbedder(LocalEmbedder):
     name = "wordllama-l2-256"
     dim = 256
@@ -49,7 +53,13 @@ class WordLlamaEmbedder(LocalEmbedder):
         self._model = LazyResource(lambda: _load_model(package_dir))
 
     def encode(self, texts: Sequence[str]) -> np.ndarray:
+        out = np.zeros((len(texts), self.dim), dtype=np.float32)
         if not texts:
-            return np.zeros((0, self.dim), dtype=np.float32)
-        vectors = self._model.get().embed(list(texts), norm=False)
-        return l2_normalise(np.asarray(vectors, dtype=np.float32))
+            return out
+        model = self._model.get()
+        # Batches of similar lengths under a padded-size budget: one long text no longer
+        # pads 63 short ones to its length.
+        for batch in length_sorted_batches([len(t) for t in texts], CHARS_PER_BATCH):
+            vectors = model.embed([texts[i] for i in batch], norm=False, batch_size=len(batch))
+            out[batch] = np.asarray(vectors, dtype=np.float32)
+        return l2_normalise(out)
