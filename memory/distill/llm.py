@@ -69,7 +69,7 @@ class LLMDistiller:
         templates_dir: Path = DEFAULT_TEMPLATES_DIR,
         max_tokens: int = 1024,
         max_turn_chars: int = 4000,
-        max_reply_chars: int = 1000,
+        max_reply_chars: int = 400,
         context_tokens: int = 4096,
         concurrency: int = 1,
     ):
