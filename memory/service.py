@@ -258,6 +258,11 @@ class Memory:
             agent_id=agent_id,
         )
 
+    async def retry_dead_letters(self, agent_id: str | None = None) -> tuple[int, int]:
+        """Dead-lettered sessions (one agent's, or all) distilled again in the background;
+        (sessions, turns) re-queued."""
+        return await self._writer.retry_dead_letters(agent_id)
+
     async def agents(self) -> list[dict[str, Any]]:
         """Every agent with its counts: current facts, live episodes, turns, last activity."""
         return await self.store.agents_summary()

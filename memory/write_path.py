@@ -24,6 +24,7 @@ from mnemoproxy.memory.models import FactDraft, SessionInput, Turn
 from mnemoproxy.memory.redact import redact_secrets
 from mnemoproxy.memory.store import Store
 from mnemoproxy.memory.store.distillations import SessionDistillation
+from mnemoproxy.memory.store.records import PendingSignal
 
 log = logging.getLogger("mnemoproxy.write")
 
@@ -91,6 +92,20 @@ class WritePath:
 
     async def close(self, timeout: float = 10.0) -> None:
         await self.scheduler.close(timeout)
+
+    async def retry_dead_letters(self, agent_id: str | None = None) -> tuple[int, int]:
+        """Put dead-lettered sessions (of one agent, or all) back in the queue, each given
+        `distill_max_attempts` tries again, and distil them in the background: after the
+        cause was fixed (a core model back, a bug mended). Returns (sessions, turns)."""
+        requeued = await self.store.requeue_dead_signals(agent_id)
+        for (agent, session_id), turns in requeued.items():
+            await self.store.log_event(
+                agent, "dead_letter_retried", {"signals": turns}, session_id=session_id
+            )
+            self.scheduler.arm(agent, session_id, 0)
+        if requeued:
+            log.info("re-queued %d dead-lettered sessions", len(requeued))
+        return len(requeued), sum(requeued.values())
 
     # -- recording ----------------------------------------------------------------------
 
@@ -178,23 +193,14 @@ class WritePath:
                 "the core model failed repeatedly (circuit open); retrying later",
                 retry_in_seconds=wait,
             )
-        turns = [
-            Turn(s.user_text, s.assistant_text, datetime.fromtimestamp(s.at, UTC)) for s in signals
-        ]
-        context = SessionInput(
-            agent_id=agent_id,
-            session_id=str(session_id),
-            turns=turns,
-            session_date=session_date or turns[0].at,
-            known_identity=[
-                f.content for f in await self.store.current_facts(agent_id, "identity")
-            ],
-            recent_episodes=[
-                e.summary
-                for e in await self.store.recent_episodes(agent_id, RECENT_EPISODES_FOR_CONTEXT)
-            ],
-        )
         started = time.perf_counter()
+        try:
+            context = await self._session_input(agent_id, signals, str(session_id), session_date)
+        except Exception as exc:
+            # A turn the session cannot be built from (a date out of range, say) counts an
+            # attempt and ends in a dead letter like any other failure, never a loop.
+            log.exception("reading session %s of %s for distillation failed", session_id, agent_id)
+            return await self._failed(agent_id, session_id, ids, repr(exc))
         try:
             distillation = await self.distiller.distill(context)
         except MnemoError as exc:  # the core model's failure: the breaker counts it
@@ -206,6 +212,7 @@ class WritePath:
         self.breaker.record_success()
         drafts = [*distillation.identity, *distillation.pinned]
         first_at = signals[0].at
+        last_at = max((t.at.timestamp() for t in context.turns if t.at), default=first_at)
         try:
             if self.assign_slots is not None:
                 await self.assign_slots(drafts)
@@ -215,7 +222,7 @@ class WritePath:
                     session_id=session_id,
                     signal_ids=ids,
                     started_at=first_at,
-                    ended_at=max((t.at.timestamp() for t in turns if t.at), default=first_at),
+                    ended_at=last_at,
                     episode=distillation.episode,
                     facts=drafts,
                 ),
@@ -246,6 +253,30 @@ class WritePath:
             distillation.ungrounded, time.perf_counter() - started,
         )
         return outcome
+
+    async def _session_input(
+        self,
+        agent_id: str,
+        signals: list[PendingSignal],
+        session_id: str,
+        session_date: datetime | None,
+    ) -> SessionInput:
+        turns = [
+            Turn(s.user_text, s.assistant_text, datetime.fromtimestamp(s.at, UTC)) for s in signals
+        ]
+        return SessionInput(
+            agent_id=agent_id,
+            session_id=session_id,
+            turns=turns,
+            session_date=session_date or turns[0].at,
+            known_identity=[
+                f.content for f in await self.store.current_facts(agent_id, "identity")
+            ],
+            recent_episodes=[
+                e.summary
+                for e in await self.store.recent_episodes(agent_id, RECENT_EPISODES_FOR_CONTEXT)
+            ],
+        )
 
     async def _failed(
         self, agent_id: str, session_id: int, ids: list[int], reason: str

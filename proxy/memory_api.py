@@ -99,7 +99,9 @@ class PreviewBody(_Keyed):
     messages: Annotated[list[dict[str, Any]], msgspec.Meta(min_length=1)]
 
 
-class ConsolidateBody(_Keyed):
+class AgentBody(_Keyed):
+    """A body that may name one agent; without it, the route acts on every agent."""
+
     agent_id: Id | None = None
 
 
@@ -195,7 +197,7 @@ async def preview(data: JSONBody[PreviewBody], services: NamedDependency[Service
 
 @post("/memory/consolidate", status_code=200)
 async def consolidate_now(
-    services: NamedDependency[Services], data: JSONBody[ConsolidateBody | None] = None
+    services: NamedDependency[Services], data: JSONBody[AgentBody | None] = None
 ) -> Any:
     """Run a consolidation pass now, for one agent (`agent_id`) or all."""
     memory, _ = services.require_memory()
@@ -203,4 +205,17 @@ async def consolidate_now(
     return {"status": "ok", **report.as_dict()}
 
 
-MEMORY_ROUTES = [ingest, agents, agent_facts, memory_search, preview, consolidate_now]
+@post("/memory/dead-letters/retry", status_code=200)
+async def retry_dead_letters(
+    services: NamedDependency[Services], data: JSONBody[AgentBody | None] = None
+) -> Any:
+    """Distil dead-lettered sessions again (one agent's with `agent_id`, or all), each with
+    distill_max_attempts fresh tries, in the background: /health shows their progress."""
+    memory, _ = services.require_memory()
+    sessions, turns = await memory.retry_dead_letters(data.agent_id if data else None)
+    return {"status": "ok", "sessions": sessions, "turns": turns}
+
+
+MEMORY_ROUTES = [
+    ingest, agents, agent_facts, memory_search, preview, consolidate_now, retry_dead_letters
+]

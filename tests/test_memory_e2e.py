@@ -535,6 +535,32 @@ _LENA_FACTS = {
 }
 
 
+def test_dead_lettered_sessions_are_distilled_again_on_request(fake_upstream, tmp_path):
+    settings = memory_settings(
+        fake_upstream, tmp_path, core_model="fake-core-model", distill_max_attempts=1
+    )
+    with ProxyServer(settings) as server:
+        fake_upstream.error(500)
+        turns = [{"user": "Hi, I'm Lena.", "assistant": "Hello Lena!"}]
+        response = post(
+            server, "/memory/ingest", {"agent_id": "lena", "conversation_id": "c", "turns": turns}
+        )
+        assert response.json()["distillation"]["status"] == "dead_lettered"
+
+        def store():
+            return httpx.get(server.url + "/health").json()["memory"]
+
+        assert store()["dead_signals"] == 1
+        fake_upstream.reply(json.dumps(_LENA_FACTS), stream=False)  # the core model is back
+        retried = post(server, "/memory/dead-letters/retry", {"agent_id": "lena"})
+        assert retried.status_code == 200, retried.text
+        assert retried.json() == {"status": "ok", "sessions": 1, "turns": 1}
+        assert wait_for(lambda: store()["dead_signals"] == 0 and store()["pending_signals"] == 0)
+        assert any("Lena" in r["text"] for r in search(server, "lena", "name", scope="identity"))
+        nothing = post(server, "/memory/dead-letters/retry", {})
+        assert nothing.json() == {"status": "ok", "sessions": 0, "turns": 0}
+
+
 def test_consolidation_on_demand(memory_proxy):
     post(
         memory_proxy,

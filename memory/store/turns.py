@@ -164,6 +164,24 @@ class TurnQueries(Database):
     ) -> None:
         await self._set_signal_status(agent_id, signal_ids, "dead", reason)
 
+    async def requeue_dead_signals(self, agent_id: str | None) -> dict[tuple[str, int], int]:
+        """Dead-lettered turns (of one agent, or all) back to pending with their attempts
+        reset; how many per (agent, session)."""
+        if agent_id is not None:
+            require_agent(agent_id)
+        async with self._write() as db:
+            cursor = await db.execute(
+                "UPDATE pending_signals SET status = 'pending', attempts = 0 "
+                "WHERE status = 'dead' AND (?1 IS NULL OR agent_id = ?1) "
+                "RETURNING agent_id, session_id",
+                (agent_id,),
+            )
+            rows = await cursor.fetchall()
+        counts: dict[tuple[str, int], int] = {}
+        for agent, session in rows:
+            counts[(agent, session)] = counts.get((agent, session), 0) + 1
+        return counts
+
     async def bump_signal_attempts(
         self, agent_id: str, signal_ids: Sequence[int], error: str
     ) -> int:
