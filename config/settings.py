@@ -46,6 +46,12 @@ class Settings:
     max_body_bytes: int = _setting(
         8_000_000, "Largest request body accepted; larger ones get 413.", low=1024, high=200_000_000
     )
+    request_body_timeout_seconds: float = _setting(
+        30.0,
+        "Longest a client may take to send a request's body; slower ones get 408.",
+        low=0.1,
+        high=3600,
+    )
     log_level: str = _setting(
         "info", "Logging verbosity.", choices=("debug", "info", "warning", "error")
     )

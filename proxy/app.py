@@ -14,6 +14,7 @@ from litestar.di import NamedDependency, Provide
 from mnemoproxy.config.settings import Settings
 from mnemoproxy.gate import ReadPath
 from mnemoproxy.memory import Memory
+from mnemoproxy.proxy.body_deadline import body_deadline
 from mnemoproxy.proxy.chat import chat_completions
 from mnemoproxy.proxy.chat_memory import open_memory
 from mnemoproxy.proxy.errors import EXCEPTION_HANDLERS
@@ -77,6 +78,7 @@ def create_app(
         type_decoders=TYPE_DECODERS,
         lifespan=[lifespan],
         request_max_body_size=settings.max_body_bytes,
+        middleware=[body_deadline(settings.request_body_timeout_seconds)],
         openapi_config=None,
         # Logging is the process's (the CLI sets it from log_level); Litestar's default
         # would configure the root logger at INFO and make log_level ineffective.

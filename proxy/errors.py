@@ -35,10 +35,15 @@ class MethodNotAllowed(InvalidArgument):
     code = "method_not_allowed"
 
 
+class BodyTimeout(InvalidArgument):
+    code = "request_timeout"
+
+
 # (HTTP status, OpenAI error type) per error class; an error takes its nearest ancestor's.
 HTTP_STATUS: dict[type[MnemoError], tuple[int, str]] = {
     InvalidArgument: (400, "invalid_request_error"),
     MethodNotAllowed: (405, "invalid_request_error"),
+    BodyTimeout: (408, "invalid_request_error"),
     NotFound: (404, "invalid_request_error"),
     TooLarge: (413, "invalid_request_error"),
     UpstreamError: (502, "upstream_error"),

@@ -196,3 +196,26 @@ def test_an_upstream_that_breaks_http_gets_502(reply: bytes):
                 assert_openai_error(response, 502)
     finally:
         upstream.close()
+
+
+@pytest.mark.parametrize("path", ["/v1/chat/completions", "/memory/ingest", "/v1/embeddings"])
+def test_a_body_that_never_arrives_gets_408(fake_upstream: FakeUpstream, path: str):
+    settings = make_settings(
+        upstream_url=fake_upstream.base_url, enabled=False, request_body_timeout_seconds=0.5
+    )
+    with ProxyServer(settings) as server, socket.create_connection(
+        ("127.0.0.1", int(server.url.rsplit(":", 1)[1])), timeout=10
+    ) as sock:
+        sock.sendall(
+            f"POST {path} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+            "Content-Length: 1000\r\n\r\n{\"messages\": [".encode()
+        )
+        answer = ""
+        while "}}" not in answer:  # the error body's end
+            chunk = sock.recv(65536).decode()
+            if not chunk:
+                break
+            answer += chunk
+    assert answer.startswith("HTTP/1.1 408"), answer
+    assert "request_body_timeout_seconds" in answer
+    assert fake_upstream.requests == []
