@@ -158,6 +158,13 @@ class Settings:
         low=0.05,
         high=30,
     )
+    max_backfill_turns: int = _setting(
+        100,
+        "Most earlier turns of a conversation recorded from one chat request when memory "
+        "never saw them (the latest are kept).",
+        low=0,
+        high=100_000,
+    )
     identity_max_facts: int = _setting(
         20, "Most identity facts kept per agent and always injected.", low=0, high=200
     )

@@ -85,6 +85,7 @@ class Memory:
             debounce_seconds=settings.summary_debounce_seconds,
             max_attempts=settings.distill_max_attempts,
             identity_max_facts=settings.identity_max_facts,
+            max_backfill_turns=settings.max_backfill_turns,
             assign_slots=assign_slots,
         )
         self._background: set[asyncio.Task[Any]] = set()

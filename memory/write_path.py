@@ -70,10 +70,12 @@ class WritePath:
         debounce_seconds: float,
         max_attempts: int,
         identity_max_facts: int,
+        max_backfill_turns: int = 100,
         assign_slots: Callable[[list[FactDraft]], Awaitable[None]] | None = None,
         breaker: CircuitBreaker | None = None,
     ) -> None:
         self.store = store
+        self.max_backfill_turns = max_backfill_turns
         self.distiller = distiller
         self.max_attempts = max_attempts
         self.identity_max_facts = identity_max_facts
@@ -124,6 +126,15 @@ class WritePath:
         # skipped before any work (redaction, inserts) is spent on it.
         first_new = await self.store.next_turn_index(agent_id, session_id)
         fresh = [(i, t) for i, t in turns if i >= first_new]
+        # The last turn is the one just answered; before it, at most max_backfill_turns of
+        # the history memory never saw (one request can carry tens of thousands).
+        if len(fresh) > self.max_backfill_turns + 1:
+            log.info(
+                "session %s of %s: recording the latest %d of %d earlier turns never seen "
+                "(max_backfill_turns)", session_id, agent_id, self.max_backfill_turns,
+                len(fresh) - 1,
+            )
+            fresh = fresh[-(self.max_backfill_turns + 1) :]
         added = await self.store.record_turns(agent_id, session_id, _stamped(fresh))
         self.scheduler.touch(agent_id, session_id)
         return added

@@ -117,6 +117,26 @@ def test_an_agent_is_one_agent_whichever_door_and_spelling(memory_proxy):
     assert facts.status_code == 200 and facts.json()["agent_id"] == "jos\u00e9"
 
 
+def test_backfill_from_one_request_is_bounded_to_the_latest_turns(fake_upstream, tmp_path):
+    settings = memory_settings(fake_upstream, tmp_path, max_backfill_turns=5)
+    history = []
+    for i in range(2000):
+        history += [{"role": "user", "content": f"Note {i} about the garden."},
+                    {"role": "assistant", "content": "Noted."}]
+    messages = [*history, {"role": "user", "content": "What did I plant last?"}]
+    with ProxyServer(settings) as server:
+        sdk(server, "gardener", "long").chat.completions.create(model="m", messages=messages)
+
+        def turns():
+            agents = httpx.get(server.url + "/agents").json()["agents"]
+            return next((a["turns"] for a in agents if a["id"] == "gardener"), 0)
+
+        assert wait_for(lambda: turns() == 6)  # five earlier turns and the answered one
+        found = search(server, "gardener", "Note garden", scope="transcript", top_k=50)
+        assert "Note 1999" in " ".join(r["text"] for r in found)
+        assert "Note 1994 " not in " ".join(r["text"] for r in found)
+
+
 def test_ingest_then_identity_question_gets_memory_and_haiku_does_not(memory_proxy, fake_upstream):
     response = post(
         memory_proxy,
