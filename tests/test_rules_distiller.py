@@ -248,3 +248,9 @@ async def test_a_large_session_is_distilled_the_same_way_off_the_event_loop():
     result = await RuleDistiller().distill(_session(turns))
     assert [f.content for f in result.pinned] == ["User is allergic to peanuts"]
     assert result.episode is not None and "gardening" in " ".join(result.episode.topics)
+
+
+async def test_a_message_longer_than_spacy_takes_is_read_up_to_a_bound():
+    pasted = "I live in Porto. " + "The log line repeats. " * 60_000  # over 1,000,000 chars
+    result = await RuleDistiller().distill(_session([Turn(pasted, "Noted.")]))
+    assert "User lives in Porto" in [f.content for f in result.identity + result.pinned]

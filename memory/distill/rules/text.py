@@ -41,10 +41,15 @@ def pipeline() -> Language:
     return _PIPELINE.get()
 
 
+# A message is read up to this many characters: a pasted log or book says nothing more of
+# the user past it, and spaCy refuses texts over its max_length (1,000,000) outright.
+MAX_PARSE_CHARS = 100_000
+
+
 def parse(text: str) -> Doc:
     """Tokenise and split into sentences. Curly apostrophes become straight ones so that
     "I’m" and "I'm" reach the patterns alike."""
-    return pipeline()(_CURLY_APOSTROPHES.sub("'", text))
+    return pipeline()(_CURLY_APOSTROPHES.sub("'", text[:MAX_PARSE_CHARS]))
 
 
 def _is_punct_break(token: Token) -> bool:
