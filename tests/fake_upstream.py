@@ -74,7 +74,11 @@ def embedding_for(text: str, dim: int = 8) -> list[float]:
 
 def _message_text(content: Any) -> str:
     if isinstance(content, list):  # multimodal: keep the text parts only
-        return " ".join(part.get("text", "") for part in content if part.get("type") == "text")
+        return " ".join(
+            str(part.get("text", ""))
+            for part in content
+            if isinstance(part, dict) and part.get("type") == "text"
+        )
     return content if isinstance(content, str) else ""
 
 
