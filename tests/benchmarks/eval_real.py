@@ -27,7 +27,6 @@ import argparse
 import json
 import re
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -46,6 +45,7 @@ from tests.benchmarks import locomo, longmemeval
 from tests.benchmarks.blackbox import free_port, running_proxy
 from tests.benchmarks.eval_memory import load_average, machine, markdown_table
 from tests.benchmarks.llama_server import MODEL_ALIAS, ensure_model, ensure_server
+from tests.benchmarks.proc import process
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 DEFAULT_CACHE = REPO_ROOT / ".cache" / "llama"
@@ -158,36 +158,17 @@ def longmemeval_cases(questions: int, sessions: int) -> list[Case]:
 
 
 @contextmanager
-def llama_server(binary: Path, model: Path, parallel: int, log_path: Path) -> Iterator[str]:
+def llama_server(binary: Path, model: Path, parallel: int) -> Iterator[str]:
     """llama-server on a free loopback port with its stock settings but for the context
     size, the alias the proxy names and `parallel` slots; yields its base URL."""
     port = free_port()
-    args = [str(binary), "-m", str(model), "--host", "127.0.0.1", "--port", str(port),
+    args = ["-m", str(model), "--host", "127.0.0.1", "--port", str(port),
             "-c", str(SERVER_CONTEXT), "--parallel", str(parallel), "--alias", MODEL_ALIAS]
-    with log_path.open("w+b") as log:
-        proc = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT)
-        url = f"http://127.0.0.1:{port}"
-        try:
-            deadline = time.monotonic() + SERVER_START_SECONDS
-            while True:
-                if proc.poll() is not None:
-                    log.seek(0)
-                    raise RuntimeError(f"llama-server exited:\n{log.read()[-2000:].decode()}")
-                try:
-                    if httpx.get(url + "/health", timeout=2).status_code == 200:
-                        break
-                except httpx.HTTPError:
-                    pass
-                if time.monotonic() > deadline:
-                    raise RuntimeError("llama-server did not become healthy")
-                time.sleep(0.5)
-            yield url + "/v1"
-        finally:
-            proc.terminate()
-            try:
-                proc.wait(30)
-            except subprocess.TimeoutExpired:
-                proc.kill()
+    url = f"http://127.0.0.1:{port}"
+    # /health answers 503 while the model loads, 200 once it serves.
+    with process(args, url + "/health", "llama-server", program=str(binary),
+                 start_seconds=SERVER_START_SECONDS):
+        yield url + "/v1"
 
 
 @dataclass
@@ -414,8 +395,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     cases = locomo_cases(conversations, per) + longmemeval_cases(questions, lme_per)
     settings = {"core_model": MODEL_ALIAS, "summary_debounce_seconds": "3600",
                 "upstream_read_timeout": "600"}
-    with tempfile.TemporaryDirectory(prefix="llama-") as tmp, \
-            llama_server(server, model, args.parallel, Path(tmp) / "llama.log") as upstream:
+    with llama_server(server, model, args.parallel) as upstream:
         results, dropped = distil_all(cases, upstream, settings, chat_probe=True)
     print("the same sessions with the rule distiller (no core model):", flush=True)
     rules, _ = distil_all(cases, "http://127.0.0.1:9/v1", {"summary_debounce_seconds": "3600"},

@@ -19,8 +19,8 @@ from tests.proxy_server import free_port
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def _wait_until_up(url: str, proc: subprocess.Popen[bytes], what: str) -> None:
-    deadline = time.monotonic() + 60
+def _wait_until_up(url: str, proc: subprocess.Popen[bytes], what: str, seconds: float) -> None:
+    deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
         if proc.poll() is not None:
             raise RuntimeError(f"{what} exited with {proc.returncode}")
@@ -33,7 +33,16 @@ def _wait_until_up(url: str, proc: subprocess.Popen[bytes], what: str) -> None:
 
 
 @contextmanager
-def process(args: Sequence[str], health_url: str, what: str) -> Iterator[subprocess.Popen[bytes]]:
+def process(
+    args: Sequence[str],
+    health_url: str,
+    what: str,
+    *,
+    program: str = sys.executable,
+    start_seconds: float = 60,
+) -> Iterator[subprocess.Popen[bytes]]:
+    """`program` (Python by default) with `args`, once `health_url` answers; stopped on exit,
+    killed when it does not stop."""
     env = dict(os.environ, PYTHONUNBUFFERED="1")
     # Importing wordllama sets the root logger to INFO; httpx would then log every poll.
     logging.getLogger("httpx").setLevel(logging.WARNING)
@@ -41,7 +50,7 @@ def process(args: Sequence[str], health_url: str, what: str) -> Iterator[subproc
     # a process logging a warning per request would block once the pipe buffer filled.
     with tempfile.TemporaryFile() as stderr:
         proc = subprocess.Popen(
-            [sys.executable, *args],
+            [program, *args],
             cwd=ROOT,
             env=env,
             stdout=subprocess.DEVNULL,
@@ -49,7 +58,7 @@ def process(args: Sequence[str], health_url: str, what: str) -> Iterator[subproc
         )
         try:
             try:
-                _wait_until_up(health_url, proc, what)
+                _wait_until_up(health_url, proc, what, start_seconds)
             except RuntimeError as exc:
                 stderr.seek(0)
                 tail = stderr.read()[-2000:].decode(errors="replace")
