@@ -153,8 +153,9 @@ class Settings:
     )
     memory_read_deadline_seconds: float = _setting(
         2.0,
-        "Longest a chat waits for its memory; past it the request goes on without memory "
-        "(header X-Memory-Error: deadline).",
+        "Longest a chat waits for its memory: the read (past it the request goes on "
+        "without memory, header X-Memory-Error: deadline) and the turn's write before the "
+        "reply completes (past it the write finishes in the background).",
         low=0.05,
         high=30,
     )

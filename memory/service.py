@@ -146,11 +146,23 @@ class Memory:
         distillation; turns already stored are skipped. Returns how many were new."""
         return await self._writer.record(agent_id, session_key, turns)
 
-    def record_soon(
-        self, agent_id: str, session_key: str, turns: Sequence[tuple[int, Turn]]
-    ) -> None:
-        """`record`, in the background: the caller (a chat reply) does not wait for it."""
-        self._spawn(self.record(agent_id, session_key, turns), "record a turn")
+    async def record_within(
+        self,
+        agent_id: str,
+        session_key: str,
+        turns: Sequence[tuple[int, Turn]],
+        seconds: float,
+    ) -> bool:
+        """`record`, waited for at most `seconds`: a chat reply is completed once its turn
+        is stored, so a crash after the client has its answer loses nothing, and the rate
+        of acknowledged turns cannot outrun the store. A store slower than that finishes
+        in the background; so does one that fails (logged). True when stored in time."""
+        task = self._spawn(self.record(agent_id, session_key, turns), "record a turn")
+        try:
+            await asyncio.wait_for(asyncio.shield(task), seconds)
+        except Exception:  # too slow, or failed: the task goes on or has logged why
+            return False
+        return True
 
     async def ingest(
         self,
@@ -311,7 +323,7 @@ class Memory:
             except Exception:  # the next pass tries again; memory keeps serving
                 log.exception("consolidation failed")
 
-    def _spawn(self, work: Coroutine[Any, Any, Any], what: str) -> None:
+    def _spawn(self, work: Coroutine[Any, Any, Any], what: str) -> asyncio.Task[Any]:
         task = asyncio.get_running_loop().create_task(work)
         self._background.add(task)
 
@@ -321,6 +333,7 @@ class Memory:
                 log.error("memory could not %s: %r", what, finished.exception())
 
         task.add_done_callback(done)
+        return task
 
 
 def make_distiller(settings: Settings, core: CoreModel | None) -> Distiller:

@@ -99,8 +99,11 @@ async def chat_completions(
     if plan is not None and memory is not None:
         recorded_plan, recording_memory = plan, memory
 
-        def on_reply(reply: AssistantReply) -> None:
-            remember(recording_memory, recorded_plan, reply)
+        async def on_reply(reply: AssistantReply) -> None:
+            await remember(
+                recording_memory, recorded_plan, reply,
+                wait=services.settings.memory_read_deadline_seconds,
+            )
 
     return await relay(
         upstream_response,

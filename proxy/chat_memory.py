@@ -1,7 +1,8 @@
 """Memory as the chat route sees it: read before forwarding, record after replying.
 
 Both directions fail open: a memory error forwards the request without memory (and is
-logged), and recording runs in the background, so the client never waits for memory.
+logged), and a turn is recorded before its reply completes, but a store slower than the
+read deadline finishes in the background rather than hold the reply longer.
 """
 
 from __future__ import annotations
@@ -110,10 +111,13 @@ async def prepare(
     return plan
 
 
-def remember(memory: Memory, plan: MemoryPlan, reply: AssistantReply) -> None:
+async def remember(
+    memory: Memory, plan: MemoryPlan, reply: AssistantReply, *, wait: float
+) -> None:
     """Record the turn just answered, and any earlier turns of the conversation memory never
-    saw, in the background. A reply that only calls tools has not answered yet: its turn is
-    recorded, calls included, with the answer that follows the tool results."""
+    saw, before the reply is completed (waiting at most `wait` seconds). A reply that only
+    calls tools has not answered yet: its turn is recorded, calls included, with the answer
+    that follows the tool results."""
     conversation = read_conversation(plan.request["messages"])
     turns = [(t.index, Turn(t.user, t.assistant)) for t in conversation.history]
     if reply.content or not reply.tool_calls:
@@ -121,4 +125,4 @@ def remember(memory: Memory, plan: MemoryPlan, reply: AssistantReply) -> None:
         answer = "\n".join(part for part in (current.assistant, reply.as_text()) if part)
         turns.append((current.index, Turn(current.user, answer)))
     if turns:
-        memory.record_soon(plan.agent_id, plan.session_key, turns)
+        await memory.record_within(plan.agent_id, plan.session_key, turns, wait)

@@ -1,14 +1,18 @@
 """Relaying one upstream response to the client: whole bodies as they are, streams chunk by
-chunk as they arrive (never buffered), with an optional tee that reads a copy."""
+chunk as they arrive (never buffered), with an optional tee that reads a copy.
+
+A successful reply is handed to `on_reply` before the client has all of it: a whole body
+before it is sent, a stream before its closing `data: [DONE]` event. Whoever records the
+turn there makes it durable before the client sees the reply complete."""
 
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator, Callable
+import re
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
 from litestar import Response
-from litestar.background_tasks import BackgroundTask
 from litestar.response import Stream
 
 from mnemoproxy.errors import UpstreamError
@@ -22,7 +26,9 @@ log = logging.getLogger("mnemoproxy.relay")
 # Content-Length; anything else (SSE, unknown length, large) streams through.
 _WHOLE_BODY_LIMIT = 4_000_000
 
-OnReply = Callable[[AssistantReply], None]
+OnReply = Callable[[AssistantReply], Awaitable[None]]
+# The event that closes an OpenAI stream.
+_DONE = re.compile(rb"data: ?\[DONE\]")
 
 
 async def relay(
@@ -33,8 +39,9 @@ async def relay(
 ) -> Response[Any]:
     """Turn an upstream response (headers received, body unread) into the client's response.
 
-    `on_reply` is called with the reassembled assistant reply once a successful body has
-    been relayed completely; it is never called for errors or broken streams.
+    `on_reply` is awaited with the reassembled assistant reply of a successful body, before
+    the body is sent or before a stream's closing event (after the stream, when it has none);
+    it is never called for errors or broken streams, and its failures never reach the client.
     """
     headers = response.relayed_headers()
     media_type = headers.pop("content-type", None) or headers.pop("Content-Type", None)
@@ -48,19 +55,15 @@ async def relay(
             body = await response.read()
         finally:
             await response.aclose()
-        background = None
         if ok and on_reply is not None:
             reply = reply_from_json(body)
             if reply is not None:
-                # Handed over only once the client has the whole response: remembering
-                # must not delay it by a single scheduling slot.
-                background = BackgroundTask(_deliver, on_reply, reply)
+                await _deliver(on_reply, reply)
         return Response(
             body,
             status_code=response.status_code,
             headers=headers,
             media_type=media_type,
-            background=background,
         )
 
     tee = StreamTee() if (ok and is_sse and on_reply is not None) else None
@@ -73,7 +76,10 @@ async def relay(
 
 
 async def _deliver(on_reply: OnReply, reply: AssistantReply) -> None:
-    on_reply(reply)
+    try:
+        await on_reply(reply)
+    except Exception:  # remembering never costs the client its reply
+        log.exception("could not hand the reply to memory; this turn is not remembered")
 
 
 async def _relay_chunks(
@@ -82,16 +88,23 @@ async def _relay_chunks(
     on_reply: OnReply | None,
     is_sse: bool,
 ) -> AsyncIterator[bytes]:
-    completed = False
+    completed = delivered = False
     try:
         async for chunk in response.chunks():
-            if tee is not None:
-                try:
-                    tee.feed(chunk)
-                except Exception:  # reading a copy must never cut the client's stream
-                    log.exception("could not read the upstream's stream; this reply is not "
-                                  "remembered")
-                    tee = None
+            done = _DONE.search(chunk) if tee is not None else None
+            if done is not None and tee is not None and on_reply is not None:
+                # Everything before the closing event is the reply: remember it, then close.
+                head, chunk = chunk[: done.start()], chunk[done.start() :]
+                tee = _fed(tee, head)
+                if head:
+                    yield head
+                if tee is not None:
+                    reply = _reply_of(tee)
+                    if reply is not None:
+                        await _deliver(on_reply, reply)
+                delivered, tee = True, None
+            elif tee is not None:
+                tee = _fed(tee, chunk)
             yield chunk
         completed = True
     except UpstreamError as error:
@@ -105,10 +118,27 @@ async def _relay_chunks(
             yield sse_error_event(broken)
     finally:
         await response.aclose()
-    if completed and tee is not None and on_reply is not None:
-        try:
-            reply = tee.reply()
-        except Exception:
-            log.exception("could not read the upstream's stream; this reply is not remembered")
-            return
-        on_reply(reply)
+    if completed and not delivered and tee is not None and on_reply is not None:
+        # A stream without a closing event: remembered once it ended.
+        reply = _reply_of(tee)
+        if reply is not None:
+            await _deliver(on_reply, reply)
+
+
+def _fed(tee: StreamTee, chunk: bytes) -> StreamTee | None:
+    """The tee after reading `chunk`, or None when it cannot: reading a copy must never
+    cut the client's stream."""
+    try:
+        tee.feed(chunk)
+    except Exception:
+        log.exception("could not read the upstream's stream; this reply is not remembered")
+        return None
+    return tee
+
+
+def _reply_of(tee: StreamTee) -> AssistantReply | None:
+    try:
+        return tee.reply()
+    except Exception:
+        log.exception("could not read the upstream's stream; this reply is not remembered")
+        return None

@@ -1,0 +1,100 @@
+"""A chat turn is stored before its reply completes: once the client has the whole answer,
+the turn survives anything, kill -9 included."""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+
+from tests.fake_upstream import FakeUpstream
+from tests.memory_client import memory_settings, sdk
+from tests.proxy_server import ProxyServer, free_port
+
+
+def turns_of(url: str, agent: str) -> int:
+    agents = httpx.get(url + "/agents", timeout=10).json()["agents"]
+    return next((a["turns"] for a in agents if a["id"] == agent), 0)
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_the_turn_is_stored_when_the_client_has_the_reply(
+    fake_upstream: FakeUpstream, tmp_path, stream: bool
+):
+    with ProxyServer(memory_settings(fake_upstream, tmp_path)) as server:
+        client = sdk(server, "dana", "s1")
+        messages = [{"role": "user", "content": "My locker is number 12."}]
+        if stream:
+            for _ in client.chat.completions.create(model="m", messages=messages, stream=True):
+                pass
+        else:
+            client.chat.completions.create(model="m", messages=messages)
+        assert turns_of(server.url, "dana") == 1  # no waiting: stored before the reply ended
+
+
+def serve(url_port: int, upstream: str, data_dir: Path, log: Path) -> subprocess.Popen[bytes]:
+    args = [sys.executable, "-m", "mnemoproxy.proxy.cli", "serve", "--port", str(url_port),
+            "--data-dir", str(data_dir), "--upstream-url", upstream, "--log-level", "warning",
+            "--embedding-backend", "hashing"]
+    with log.open("ab") as out:
+        proc = subprocess.Popen(args, cwd=data_dir, stdout=out, stderr=subprocess.STDOUT)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        try:
+            if httpx.get(f"http://127.0.0.1:{url_port}/health", timeout=1).status_code == 200:
+                return proc
+        except httpx.HTTPError:
+            time.sleep(0.1)
+    proc.kill()
+    raise AssertionError(f"the proxy did not start: {log.read_text()[-2000:]}")
+
+
+def test_no_acknowledged_turn_is_lost_to_kill_9_under_load(fake_upstream: FakeUpstream, tmp_path):
+    data_dir = tmp_path / "data"
+    data_dir.mkdir()
+    port = free_port()
+    url = f"http://127.0.0.1:{port}"
+    proc = serve(port, fake_upstream.base_url, data_dir, tmp_path / "proxy.log")
+    acknowledged = {f"client-{i}": 0 for i in range(6)}
+    stop = threading.Event()
+
+    def client(agent: str) -> None:
+        with httpx.Client(base_url=url + "/v1", timeout=10) as http:
+            number = 0
+            while not stop.is_set():
+                number += 1
+                try:
+                    response = http.post("/chat/completions", headers={
+                        "X-Agent-Id": agent, "X-Session-Id": f"{agent}-{number}",
+                    }, json={"model": "m", "messages": [
+                        {"role": "user", "content": f"Note {number} from {agent}."}]})
+                except httpx.HTTPError:
+                    return  # the server is gone
+                if response.status_code == 200:
+                    acknowledged[agent] += 1
+
+    threads = [threading.Thread(target=client, args=(agent,)) for agent in acknowledged]
+    for thread in threads:
+        thread.start()
+    time.sleep(3)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    stop.set()
+    for thread in threads:
+        thread.join(15)
+    assert sum(acknowledged.values()) > 30  # the load was real
+
+    restarted = serve(port, fake_upstream.base_url, data_dir, tmp_path / "proxy.log")
+    try:
+        for agent, count in acknowledged.items():
+            # A request whose reply was cut by the kill may be stored too: never fewer.
+            assert turns_of(url, agent) >= count, agent
+    finally:
+        restarted.terminate()
+        restarted.wait(30)
