@@ -67,6 +67,13 @@ class Settings:
     upstream_connect_timeout: float = _setting(
         10.0, "Seconds to wait for a connection to the upstream.", low=0.1, high=300
     )
+    upstream_total_timeout_seconds: float = _setting(
+        1800.0,
+        "Longest a relayed request may take from sending it to the response's last byte, "
+        "streams included.",
+        low=1,
+        high=86400,
+    )
     upstream_read_timeout: float = _setting(
         600.0,
         "Seconds to wait for the upstream between bytes of a response.",

@@ -15,7 +15,7 @@ from typing import Any
 from litestar import Response
 from litestar.response import Stream
 
-from mnemoproxy.errors import UpstreamError
+from mnemoproxy.errors import UpstreamError, UpstreamTimeout
 from mnemoproxy.proxy.errors import sse_error_event
 from mnemoproxy.proxy.sse import AssistantReply, StreamTee, reply_from_json
 from mnemoproxy.proxy.upstream import UpstreamResponse
@@ -110,7 +110,7 @@ async def _relay_chunks(
     except UpstreamError as error:
         log.warning("upstream broke the stream: %s", error.message)
         if is_sse:
-            broken = UpstreamError(
+            broken = error if isinstance(error, UpstreamTimeout) else UpstreamError(
                 "the upstream closed the stream before it finished; the reply is incomplete, "
                 "retry the request",
                 code="upstream_stream_broken",

@@ -46,6 +46,7 @@ _PROXY_HEADERS = frozenset({"x-agent-id", "x-session-id"})
 _SERVER_HEADERS = frozenset({"date", "server"})
 RELAY_TIMEOUT_SETTING = "upstream_read_timeout"
 RELAY_URL_SETTING = "upstream_url"
+TOTAL_TIMEOUT_SETTING = "upstream_total_timeout_seconds"
 
 
 def _make_transport(settings: Settings) -> httpx.AsyncBaseTransport:
@@ -118,12 +119,31 @@ def forward_headers(
     return out
 
 
+class Deadline:
+    """When a relayed request must be over, response body included: the read timeout
+    bounds each wait between bytes, so an upstream that trickles (an SSE comment every few
+    seconds) would otherwise hold a client forever."""
+
+    def __init__(self, seconds: float) -> None:
+        self.seconds = seconds
+        self.at = asyncio.get_running_loop().time() + seconds
+
+    def error(self, exc: BaseException, base_url: str) -> UpstreamError:
+        if isinstance(exc, TimeoutError) and asyncio.get_running_loop().time() >= self.at:
+            return UpstreamTimeout(
+                f"the model server at {base_url} did not finish within {self.seconds:g} s; "
+                f"retry, or raise {TOTAL_TIMEOUT_SETTING}"
+            )
+        return translate_error(exc, base_url)
+
+
 class UpstreamResponse:
     """A response whose status line and headers are in and whose body is not read yet."""
 
-    def __init__(self, response: httpx.Response, base_url: str) -> None:
+    def __init__(self, response: httpx.Response, base_url: str, deadline: Deadline) -> None:
         self._response = response
         self._base_url = base_url
+        self._deadline = deadline
         self.status_code = response.status_code
 
     def header(self, name: str) -> str | None:
@@ -138,12 +158,18 @@ class UpstreamResponse:
         }
 
     async def chunks(self) -> AsyncIterator[bytes]:
-        """The body as it arrives; a broken transfer raises UpstreamError."""
-        try:
-            async for chunk in self._response.aiter_raw():
-                yield chunk
-        except Exception as exc:  # some aiohttp errors reach us unwrapped by httpx
-            raise translate_error(exc, self._base_url) from exc
+        """The body as it arrives; a broken transfer raises UpstreamError, one that runs
+        past the request's deadline UpstreamTimeout."""
+        arriving = self._response.aiter_raw()
+        while True:
+            try:
+                async with asyncio.timeout_at(self._deadline.at):
+                    chunk = await anext(arriving)
+            except StopAsyncIteration:
+                return
+            except Exception as exc:  # some aiohttp errors reach us unwrapped by httpx
+                raise self._deadline.error(exc, self._base_url) from exc
+            yield chunk
 
     async def read(self) -> bytes:
         return b"".join([chunk async for chunk in self.chunks()])
@@ -161,6 +187,7 @@ class Upstream:
     ) -> None:
         self.base_url = settings.upstream_url.rstrip("/")
         self.api_key = settings.upstream_api_key
+        self.total_seconds = settings.upstream_total_timeout_seconds
         self._client = httpx.AsyncClient(
             transport=transport or _make_transport(settings),
             timeout=_timeout(settings),
@@ -185,11 +212,13 @@ class Upstream:
         caller reads (or streams) the body and must close the response."""
         url = self.url_for(v1_path) + (f"?{query}" if query else "")
         request = self._client.build_request(method, url, headers=headers, content=content)
+        deadline = Deadline(self.total_seconds)
         try:
-            response = await self._client.send(request, stream=True)
+            async with asyncio.timeout_at(deadline.at):
+                response = await self._client.send(request, stream=True)
         except Exception as exc:  # some aiohttp errors reach us unwrapped by httpx
-            raise translate_error(exc, self.base_url) from exc
-        return UpstreamResponse(response, self.base_url)
+            raise deadline.error(exc, self.base_url) from exc
+        return UpstreamResponse(response, self.base_url, deadline)
 
     async def post_json(
         self,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import socket
 import threading
+import time
 
 import httpx
 import openai
@@ -90,6 +91,33 @@ def test_stalled_upstream_gets_504(fake_upstream: FakeUpstream):
         )
         error = assert_openai_error(response, 504)
         assert "upstream_read_timeout" in error["message"]
+
+
+def test_a_reply_past_the_total_deadline_ends_with_a_504_or_an_error_event(
+    fake_upstream: FakeUpstream,
+):
+    settings = make_settings(
+        upstream_url=fake_upstream.base_url, enabled=False, upstream_read_timeout=10,
+        upstream_total_timeout_seconds=1,
+    )
+    body = {"model": "m", "messages": [{"role": "user", "content": "one two three four five"}]}
+    with ProxyServer(settings) as server:
+        fake_upstream.stall(3)
+        started = time.monotonic()
+        response = httpx.post(server.base_url + "/chat/completions", json=body, timeout=10)
+        error = assert_openai_error(response, 504)
+        assert "upstream_total_timeout_seconds" in error["message"]
+        assert time.monotonic() - started < 2.5
+
+        # Each word arrives well within the read timeout, the whole reply does not.
+        fake_upstream.reply("a b c d e f g h i j", stream=True, chunk_delay=0.3)
+        with httpx.stream(
+            "POST", server.base_url + "/chat/completions", json={**body, "stream": True},
+            timeout=10,
+        ) as stream:
+            events = [line for line in stream.iter_lines() if line.startswith("data: ")]
+        assert "upstream_total_timeout_seconds" in events[-1]
+        assert "[DONE]" not in events[-1]
 
 
 def test_unknown_route_is_openai_shaped_404(proxy: ProxyServer):
