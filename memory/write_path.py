@@ -120,22 +120,27 @@ class WritePath:
         """Store turns (the current one, plus any earlier ones of the conversation that were
         never seen) verbatim and as pending signals, then (re)arm the session's debounce.
         Idempotent on (agent, session, turn index). Returns how many turns were new."""
-        at = next((t.at for _, t in turns if t.at is not None), None)
-        session_id, _ = await self.store.session(agent_id, session_key, _ts(at))
         # Every request carries the whole history: what the session already holds is
-        # skipped before any work (redaction, inserts) is spent on it.
-        first_new = await self.store.next_turn_index(agent_id, session_id)
+        # skipped (one read) before any work (redaction, inserts) is spent on it; the
+        # rest is one write transaction, session included.
+        known, first_new = await self.store.session_progress(agent_id, session_key)
         fresh = [(i, t) for i, t in turns if i >= first_new]
+        if known is not None and not fresh:
+            self.scheduler.touch(agent_id, known)
+            return 0
         # The last turn is the one just answered; before it, at most max_backfill_turns of
         # the history memory never saw (one request can carry tens of thousands).
         if len(fresh) > self.max_backfill_turns + 1:
             log.info(
-                "session %s of %s: recording the latest %d of %d earlier turns never seen "
-                "(max_backfill_turns)", session_id, agent_id, self.max_backfill_turns,
+                "session %r of %s: recording the latest %d of %d earlier turns never seen "
+                "(max_backfill_turns)", session_key, agent_id, self.max_backfill_turns,
                 len(fresh) - 1,
             )
             fresh = fresh[-(self.max_backfill_turns + 1) :]
-        added = await self.store.record_turns(agent_id, session_id, _stamped(fresh))
+        at = next((t.at for _, t in turns if t.at is not None), None)
+        session_id, added = await self.store.record_turns(
+            agent_id, session_key, _stamped(fresh), started_at=_ts(at)
+        )
         self.scheduler.touch(agent_id, session_id)
         return added
 
@@ -150,14 +155,14 @@ class WritePath:
     ) -> IngestResult:
         """Seed memory with a whole conversation and distil it now (awaited)."""
         started = time.perf_counter()
-        session_id, _ = await self.store.session(agent_id, conversation_id, _ts(session_date))
         latest = await self.store.latest_session(agent_id)
-        first_index = await self.store.next_turn_index(agent_id, session_id)
+        _, first_index = await self.store.session_progress(agent_id, conversation_id)
         indexed = [(first_index + i, t) for i, t in enumerate(turns)]
-        added = await self.store.record_turns(
+        session_id, added = await self.store.record_turns(
             agent_id,
-            session_id,
+            conversation_id,
             _stamped(indexed, default=session_date),
+            started_at=_ts(session_date),
             queue_signals=not skip_extraction,
         )
         if latest is not None and latest[0] != session_id:

@@ -205,7 +205,7 @@ async def test_episodes_past_retention_are_pruned_and_the_transcript_stays(
     long_running = await store.add_episode(
         "agent", EpisodeDraft("A long project"), started_at=NOW - 500 * DAY,
         ended_at=NOW - 10 * DAY, at=NOW - 500 * DAY)
-    session_id, _ = await store.session("agent", "s")
+    session_id = await store.session("agent", "s")
     await store.add_transcript("agent", session_id, [
         TranscriptMessage(0, "user", "my tomatoes are growing", NOW - 400 * DAY)])
 

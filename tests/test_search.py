@@ -29,7 +29,7 @@ async def open_memory(folder: Path, embedder) -> Memory:
 
 
 async def say(memory: Memory, agent: str, *texts: str, at: float = NOW, key: str = "s") -> None:
-    session_id, _ = await memory.store.session(agent, key)
+    session_id = await memory.store.session(agent, key)
     await memory.store.add_transcript(agent, session_id, [
         TranscriptMessage(n, "user", text, at + n) for n, text in enumerate(texts)
     ])

@@ -43,7 +43,7 @@ async def test_database_at_previous_step_upgrades(tmp_path: Path) -> None:
         assert db.execute("SELECT COUNT(*) FROM _migrations").fetchone()[0] == len(MIGRATIONS) - 1
     upgraded = await Store.open(tmp_path)
     try:
-        session_id, _ = await upgraded.session("a", "s")
+        session_id = await upgraded.session("a", "s")
         await upgraded.add_transcript("a", session_id, messages("the zebra grazes"))
         assert await upgraded.bm25_candidates("a", ["zebra"], ("transcript",))
     finally:
@@ -54,7 +54,7 @@ async def test_database_at_previous_step_upgrades(tmp_path: Path) -> None:
 
 async def test_reads_run_side_by_side_and_stop_cleanly_at_close(tmp_path: Path) -> None:
     store = await Store.open(tmp_path)
-    session_id, _ = await store.session("a", "s")
+    session_id = await store.session("a", "s")
     await store.add_transcript("a", session_id, messages("the zebra grazes", "so it does"))
     found = await asyncio.gather(*(
         store.bm25_candidates("a", ["zebra"], ("transcript",)) for _ in range(20)))
@@ -69,15 +69,15 @@ async def test_session_is_created_once_per_key(store: Store) -> None:
     first = await store.session("agent", "key-1", at=10.0)
     again = await store.session("agent", "key-1", at=20.0)
     other = await store.session("agent", "key-2", at=30.0)
-    assert first[1] is True and again == (first[0], False) and other[1] is True
-    assert await store.latest_session("agent") == (other[0], "key-2")
+    assert again == first and other != first
+    assert await store.latest_session("agent") == (other, "key-2")
     summary = await store.agents_summary()
     assert [entry["id"] for entry in summary] == ["agent"]
     assert summary[0]["last_active"] == 30.0
 
 
 async def test_transcript_inserts_are_idempotent(store: Store) -> None:
-    session_id, _ = await store.session("agent", "s")
+    session_id = await store.session("agent", "s")
     assert await store.add_transcript("agent", session_id, messages("hi", "hello")) == 2
     assert await store.add_transcript("agent", session_id, messages("hi", "hello")) == 0
     mixed = messages("hi", "hello", "how are you", "fine")
@@ -90,9 +90,9 @@ async def test_transcript_inserts_are_idempotent(store: Store) -> None:
 
 
 async def test_a_message_is_embedded_with_the_one_before_it(store: Store) -> None:
-    session_id, _ = await store.session("agent", "s")
+    session_id = await store.session("agent", "s")
     await store.add_transcript("agent", session_id, messages("q0", "a0", "q1", "a1", "q2"))
-    other_id, _ = await store.session("agent", "other")
+    other_id = await store.session("agent", "other")
     await store.add_transcript("agent", other_id, messages("elsewhere", start=5))
     queued, items = await store.queued_for_vectors("transcript")
     assert len(queued) == 6  # every new message is queued for a vector
@@ -109,14 +109,15 @@ async def test_a_message_is_embedded_with_the_one_before_it(store: Store) -> Non
     assert "turn_index<" in plan.replace(" ", "")
 
 
-async def test_record_turns_stores_messages_and_signals_once(store: Store) -> None:
-    session_id, _ = await store.session("agent", "s")
-    assert await store.next_turn_index("agent", session_id) == 0
+async def test_record_turns_stores_session_messages_and_signals_once(store: Store) -> None:
+    assert await store.session_progress("agent", "s") == (None, 0)
     when = datetime(2024, 5, 8, 13, 56, tzinfo=UTC)
     turns = [(0, Turn("hi", "hello", when)), (1, Turn("plans?", "a hike"))]
-    assert await store.record_turns("agent", session_id, turns) == 2
-    assert await store.record_turns("agent", session_id, turns) == 0
-    assert await store.next_turn_index("agent", session_id) == 2
+    session_id, added = await store.record_turns("agent", "s", turns)
+    assert added == 2
+    assert await store.record_turns("agent", "s", turns) == (session_id, 0)
+    assert await store.session_progress("agent", "s") == (session_id, 2)
+    assert await store.latest_session("agent") == (session_id, "s")
     stored = await store.session_transcript("agent", session_id)
     assert [(m.turn_index, m.role, m.content) for m in stored] == [
         (0, "user", "hi"), (0, "assistant", "hello"), (1, "user", "plans?"),
@@ -127,12 +128,12 @@ async def test_record_turns_stores_messages_and_signals_once(store: Store) -> No
     assert [(s.turn_index, s.user_text, s.assistant_text) for s in signals] == [
         (0, "hi", "hello"), (1, "plans?", "a hike")]
     seeded = [(2, Turn("seeded", "without a signal", when))]
-    assert await store.record_turns("agent", session_id, seeded, queue_signals=False) == 1
+    assert await store.record_turns("agent", "s", seeded, queue_signals=False) == (session_id, 1)
     assert len(await store.pending_signals("agent", session_id)) == 2
 
 
 async def test_pending_signal_lifecycle(store: Store) -> None:
-    session_id, _ = await store.session("agent", "s")
+    session_id = await store.session("agent", "s")
     assert await store.add_pending_signal("agent", session_id, 0, "u0", "a0", at=5.0)
     assert not await store.add_pending_signal("agent", session_id, 0, "u0", "a0", at=6.0)
     assert await store.add_pending_signal("agent", session_id, 1, "u1", "a1", at=7.0)
@@ -151,7 +152,7 @@ async def test_pending_signal_lifecycle(store: Store) -> None:
 
 
 async def test_fact_merge_supersede_and_delete(store: Store) -> None:
-    session_id, _ = await store.session("agent", "s")
+    session_id = await store.session("agent", "s")
     berlin = await store.insert_fact(
         "agent", FactDraft("Lives in Berlin", kind="identity", salience=0.4,
                            slot="identity:location"), source_session_id=session_id, at=100.0
@@ -181,7 +182,7 @@ async def test_fact_merge_supersede_and_delete(store: Store) -> None:
 
 async def test_fts_mirrors_follow_updates_and_deletes(store: Store) -> None:
     fact_id = await store.insert_fact("agent", FactDraft("The cat is called Miso"))
-    session_id, _ = await store.session("agent", "s")
+    session_id = await store.session("agent", "s")
     await store.add_transcript("agent", session_id, messages("my cat Miso sleeps"))
     episode_id = await store.add_episode("agent", EpisodeDraft("Talked about pets",
                                                               topics=["cats"]))
@@ -223,9 +224,9 @@ async def test_episodes_use_counts_and_entities(store: Store) -> None:
 
 
 async def test_agents_never_see_each_others_rows(store: Store) -> None:
-    session_a, _ = await store.session("a", "shared-key")
-    session_b, created = await store.session("b", "shared-key")
-    assert created and session_a != session_b
+    session_a = await store.session("a", "shared-key")
+    session_b = await store.session("b", "shared-key")
+    assert session_a != session_b
     await store.insert_fact("a", FactDraft("A's secret"))
     await store.add_pending_signal("a", session_a, 0, "u", "x")
     await store.upsert_entities("a", ["Zed"])

@@ -61,7 +61,7 @@ async def open_parts(folder: Path, embedder: LocalEmbedder, *, start_worker: boo
 
 
 async def fill(store: Store, agent: str = "agent") -> None:
-    session_id, _ = await store.session(agent, "s")
+    session_id = await store.session(agent, "s")
     await store.add_transcript(agent, session_id, [
         TranscriptMessage(0, "user", "I planted tomatoes in the garden", 1.0),
         TranscriptMessage(0, "assistant", "Tomatoes like sun", 2.0),
@@ -201,7 +201,7 @@ async def test_a_text_that_cannot_be_embedded_is_set_aside_and_the_rest_embedded
     embedder = PoisonedEmbedder()
     parts = await open_parts(tmp_path, embedder, start_worker=False)
     await fill(parts.store, "neighbour")
-    session_id, _ = await parts.store.session("agent", "s")
+    session_id = await parts.store.session("agent", "s")
     await parts.store.add_transcript("agent", session_id, [
         TranscriptMessage(0, "user", "I walk the dog at six", 1.0),
         TranscriptMessage(1, "user", "POISON " * 10, 2.0),

@@ -188,7 +188,7 @@ async def test_a_distillation_is_written_whole_or_not_at_all(tmp_path, monkeypat
         return await Memory.open(settings, embedder=HashingEmbedder(), background=background)
 
     async def state(memory: Memory, session_key: str) -> tuple[int, dict[str, int], int]:
-        session_id, _ = await memory.store.session("ivy", session_key)
+        session_id = await memory.store.session("ivy", session_key)
         episodes = [e for e in await memory.store.recent_episodes("ivy", 10)
                     if e.session_id == session_id]
         counts = {f.content: f.source_count for f in await memory.store.current_facts("ivy")}

@@ -14,29 +14,24 @@ from mnemoproxy.memory.store.db import Database, require_agent
 class SessionQueries(Database):
     async def session(
         self, agent_id: str, session_key: str, at: float | None = None
-    ) -> tuple[int, bool]:
-        """The session's id for this key, creating it (and the agent) on first sight.
-
-        Returns (session_id, created)."""
+    ) -> int:
+        """The session's id for this key, creating it (and the agent) on first sight."""
         require_agent(agent_id)
-        at = time.time() if at is None else at
         async with self._write() as db:
-            await upsert_agent(db, agent_id, at)
-            cursor = await db.execute(
-                "INSERT INTO sessions (agent_id, session_key, started_at) VALUES (?, ?, ?) "
-                "ON CONFLICT (agent_id, session_key) DO NOTHING RETURNING id",
-                (agent_id, session_key, at),
+            return await upsert_session(
+                db, agent_id, session_key, time.time() if at is None else at, None
             )
-            row = await cursor.fetchone()
-            if row is not None:
-                return row[0], True
-            cursor = await db.execute(
-                "SELECT id FROM sessions WHERE agent_id = ? AND session_key = ?",
-                (agent_id, session_key),
-            )
-            existing = await cursor.fetchone()
-            assert existing is not None
-            return existing[0], False
+
+    async def session_progress(self, agent_id: str, session_key: str) -> tuple[int | None, int]:
+        """(the session's id, None when new; the index its next turn gets) in one read, so
+        that what is already stored is skipped before any work is spent on it."""
+        row = await self._fetchone(
+            "SELECT s.id, (SELECT COALESCE(MAX(t.turn_index) + 1, 0) FROM transcript t "
+            "WHERE t.agent_id = s.agent_id AND t.session_id = s.id) "
+            "FROM sessions s WHERE s.agent_id = ? AND s.session_key = ?",
+            (require_agent(agent_id), session_key),
+        )
+        return (None, 0) if row is None else (int(row[0]), int(row[1]))
 
     async def latest_session(self, agent_id: str) -> tuple[int, str] | None:
         """The (id, key) of the agent's most recently active session, if any."""
@@ -90,6 +85,29 @@ async def upsert_agent(db: aiosqlite.Connection, agent_id: str, at: float) -> No
         "ON CONFLICT (id) DO UPDATE SET last_active = MAX(last_active, excluded.last_active)",
         (agent_id, at, at),
     )
+
+
+async def upsert_session(
+    db: aiosqlite.Connection,
+    agent_id: str,
+    session_key: str,
+    started_at: float,
+    last_turn_at: float | None,
+) -> int:
+    """The session's id, creating it (and the agent) on first sight; its last turn time
+    moves forward to `last_turn_at` (None: unchanged). One statement for the hot path."""
+    await upsert_agent(db, agent_id, started_at if last_turn_at is None else last_turn_at)
+    cursor = await db.execute(
+        "INSERT INTO sessions (agent_id, session_key, started_at, last_turn_at) "
+        "VALUES (?, ?, ?, ?) ON CONFLICT (agent_id, session_key) DO UPDATE SET "
+        # SQLite's MAX of several values is NULL when one is: the COALESCE keeps the other.
+        "last_turn_at = COALESCE(MAX(last_turn_at, excluded.last_turn_at), last_turn_at, "
+        "excluded.last_turn_at) RETURNING id",
+        (agent_id, session_key, started_at, last_turn_at),
+    )
+    row = await cursor.fetchone()
+    assert row is not None
+    return int(row[0])
 
 
 async def touch_session(

@@ -12,7 +12,7 @@ import aiosqlite
 from mnemoproxy.memory.models import Turn
 from mnemoproxy.memory.store.db import Database, require_agent
 from mnemoproxy.memory.store.records import PendingSignal, TranscriptMessage
-from mnemoproxy.memory.store.sessions import touch_session
+from mnemoproxy.memory.store.sessions import touch_session, upsert_session
 
 
 class TurnQueries(Database):
@@ -42,60 +42,48 @@ class TurnQueries(Database):
     async def record_turns(
         self,
         agent_id: str,
-        session_id: int,
+        session_key: str,
         turns: Sequence[tuple[int, Turn]],
         *,
+        started_at: float | None = None,
         queue_signals: bool = True,
-    ) -> int:
-        """The write path's hot-path insert: each (turn_index, turn) as its two verbatim
-        messages and, with `queue_signals`, a pending signal for distillation, all in one
-        transaction. Turns already stored are skipped. Returns how many turns were new.
-        A turn without a time is stamped now."""
+    ) -> tuple[int, int]:
+        """The write path's hot-path insert, one transaction: the agent and the session
+        (created on first sight, `started_at` or the first turn's time), each
+        (turn_index, turn) as its two verbatim messages and, with `queue_signals`, a pending
+        signal for distillation. Turns already stored are skipped. A turn without a time is
+        stamped now. Returns (session_id, how many turns were new)."""
         require_agent(agent_id)
-        if not turns:
-            return 0
         now = time.time()
         stamped = [(i, t, t.at.timestamp() if t.at is not None else now) for i, t in turns]
-        last = max(at for _, _, at in stamped)
+        first = stamped[0][2] if stamped else now
+        last = max((at for _, _, at in stamped), default=None)
         async with self._write() as db:
-            # Which turns are new is read first, so that the inserts are two executemany
-            # calls whatever the number of turns (a bulk import sends thousands).
-            cursor = await db.execute(
-                "SELECT DISTINCT turn_index FROM transcript WHERE agent_id = ? AND session_id = ?"
-                f" AND turn_index IN ({', '.join('?' * len(stamped))})",
-                (agent_id, session_id, *(i for i, _, _ in stamped)),
+            session_id = await upsert_session(
+                db, agent_id, session_key, first if started_at is None else started_at, last
             )
-            stored = {row[0] for row in await cursor.fetchall()}
-            fresh = [(i, t, at) for i, t, at in stamped if i not in stored]
-            new_turns = len({i for i, _, _ in fresh})
-            await db.executemany(
+            if not stamped:
+                return session_id, 0
+            cursor = await db.executemany(
                 "INSERT OR IGNORE INTO transcript "
                 "(agent_id, session_id, turn_index, role, content, at) VALUES (?, ?, ?, ?, ?, ?)",
                 [
                     (agent_id, session_id, i, role, text, at)
-                    for i, t, at in fresh
+                    for i, t, at in stamped
                     for role, text in (("user", t.user), ("assistant", t.assistant))
                 ],
             )
-            if queue_signals:
+            # A turn is its two messages, stored together or not at all.
+            new_turns = cursor.rowcount // 2
+            if queue_signals and new_turns:
                 await db.executemany(
                     "INSERT OR IGNORE INTO pending_signals (agent_id, session_id, "
                     "turn_index, user_text, assistant_text, at) VALUES (?, ?, ?, ?, ?, ?)",
-                    [(agent_id, session_id, i, t.user, t.assistant, at) for i, t, at in fresh],
+                    [(agent_id, session_id, i, t.user, t.assistant, at) for i, t, at in stamped],
                 )
-            await touch_session(db, agent_id, session_id, last)
         if new_turns:
             self.content_changed.set()
-        return new_turns
-
-    async def next_turn_index(self, agent_id: str, session_id: int) -> int:
-        """The index the session's next turn gets: one past the highest stored."""
-        value = await self._scalar(
-            "SELECT COALESCE(MAX(turn_index) + 1, 0) FROM transcript "
-            "WHERE agent_id = ? AND session_id = ?",
-            (require_agent(agent_id), session_id),
-        )
-        return int(value)
+        return session_id, new_turns
 
     async def latest_messages(self, agent_id: str, limit: int) -> list[str]:
         """The texts of the agent's latest `limit` messages, newest first."""

@@ -59,7 +59,7 @@ async def _index(
     agent = sample.sample_id
     dia_ids: dict[tuple[int, int], str] = {}
     for session in sample.sessions:
-        session_id, _ = await store.session(agent, f"session_{session.number}")
+        session_id = await store.session(agent, f"session_{session.number}")
         messages = []
         for turn in session.turns:
             text = turn.labelled()

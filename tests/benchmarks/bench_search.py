@@ -59,7 +59,7 @@ def _sentences(rng: random.Random, vocabulary: list[str], count: int, low: int, 
 
 
 async def _add_messages(store: Store, agent: str, texts: list[str], base: float) -> None:
-    session_id, _ = await store.session(agent, "bench")
+    session_id = await store.session(agent, "bench")
     for start in range(0, len(texts), BATCH):
         await store.add_transcript(
             agent,

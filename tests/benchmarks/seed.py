@@ -221,7 +221,7 @@ async def seed_store(
     written = drained = 0
     for session_number in range(sessions):
         start = now - (sessions - session_number) * spacing
-        session_id, _ = await store.session(agent_id, f"seed-{session_number}", start)
+        session_id = await store.session(agent_id, f"seed-{session_number}", start)
         messages: list[TranscriptMessage] = []
         for turn_index in range(SESSION_TURNS):
             user, assistant = maker.turn()
