@@ -116,11 +116,13 @@ class EmbeddingWorker:
                 raise
             except Exception as exc:
                 log.warning(
-                    "cannot embed %s %d of agent %s (%d characters): %s; it stays "
-                    "findable by its words only", item_type, item.item_id, item.agent_id,
-                    len(item.text), exc,
+                    "cannot embed %s %d of agent %s (%d characters): %s; set aside, it "
+                    "stays findable by its words only", item_type, item.item_id,
+                    item.agent_id, len(item.text), exc,
                 )
-                await self._embed_batch(item_type, [], [item.item_id])
+                await self.store.set_aside_embedding(
+                    self.embedder.name, item_type, item.item_id, f"{type(exc).__name__}: {exc}"
+                )
         return embedded
 
     async def _embed_batch(

@@ -211,6 +211,17 @@ async def test_a_text_that_cannot_be_embedded_is_set_aside_and_the_rest_embedded
     assert await parts.store.embedding_count("agent", "poisoned") == 1
     assert "cannot embed transcript" in caplog.text
     assert await parts.worker.drain() == 0  # set aside, not retried in a loop
+    assert (await parts.store.status("poisoned"))["embedding_failures"] == 1
+    await parts.close()
+    # A new process does not queue it again at its start-up catch-up...
+    parts = await open_parts(tmp_path, embedder, start_worker=False)
+    assert await parts.worker.drain() == 0
+    # ... but a change of its text does, and once it embeds it is no longer a failure.
+    async with parts.store._write() as db:
+        await db.execute("UPDATE transcript SET content = 'I feed the cat' "
+                         "WHERE content LIKE 'POISON%'")
+    assert await parts.worker.drain() == 1
+    assert (await parts.store.status("poisoned"))["embedding_failures"] == 0
     await parts.close()
 
 

@@ -88,8 +88,9 @@ class Store(
             "(SELECT COUNT(*) FROM episodes WHERE deleted_at IS NULL), "
             "(SELECT COUNT(*) FROM pending_signals WHERE status = 'pending'), "
             "(SELECT COUNT(*) FROM pending_signals WHERE status = 'dead'), "
-            "(SELECT COUNT(*) FROM embeddings WHERE model = ?)",
-            (embedding_model,),
+            "(SELECT COUNT(*) FROM embeddings WHERE model = ?), "
+            "(SELECT COUNT(*) FROM embedding_failures WHERE model = ?)",
+            (embedding_model, embedding_model),
         )
         assert row is not None
         return {
@@ -101,5 +102,6 @@ class Store(
             "pending_signals": row[4],
             "dead_signals": row[5],
             "embedded_items": row[6],
+            "embedding_failures": row[7],
             "embedding_model": embedding_model,
         }

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -180,8 +181,10 @@ class RetrievalQueries(Database):
                 cursor = await db.execute(
                     f"INSERT OR IGNORE INTO embedding_queue SELECT ?, b.id FROM {table} b "
                     f"WHERE {visible} AND NOT EXISTS (SELECT 1 FROM embeddings e "
-                    "WHERE e.item_type = ? AND e.item_id = b.id AND e.model = ?)",
-                    (item_type, item_type, model),
+                    "WHERE e.item_type = ? AND e.item_id = b.id AND e.model = ?) "
+                    "AND NOT EXISTS (SELECT 1 FROM embedding_failures f "
+                    "WHERE f.item_type = ? AND f.item_id = b.id AND f.model = ?)",
+                    (item_type, item_type, model, item_type, model),
                 )
                 queued += max(cursor.rowcount, 0)
         return queued
@@ -204,6 +207,28 @@ class RetrievalQueries(Database):
             )
             await db.executemany(
                 "DELETE FROM embedding_queue WHERE item_type = ? AND item_id = ?", dequeue
+            )
+            # A re-worded item that was set aside and now embeds is no longer a failure.
+            await db.executemany(
+                "DELETE FROM embedding_failures WHERE item_type = ? AND item_id = ? "
+                "AND model = ?",
+                [(t, i, model) for t, i, _, _, _ in rows],
+            )
+
+    async def set_aside_embedding(
+        self, model: str, item_type: ItemType, item_id: int, reason: str
+    ) -> None:
+        """Take an item the embedder fails on off the queue for good (for this model and
+        this text: a change of its text queues it again); full-text search still finds it."""
+        async with self._write() as db:
+            await db.execute(
+                "INSERT OR REPLACE INTO embedding_failures (item_type, item_id, model, "
+                "reason, at) VALUES (?, ?, ?, ?, ?)",
+                (item_type, item_id, model, reason[:500], time.time()),
+            )
+            await db.execute(
+                "DELETE FROM embedding_queue WHERE item_type = ? AND item_id = ?",
+                (item_type, item_id),
             )
 
     async def embedding_count(self, agent_id: str, model: str) -> int:

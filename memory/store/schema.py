@@ -233,6 +233,12 @@ MIGRATIONS: tuple[Migration, ...] = (
      "CREATE INDEX embeddings_by_agent_model_type ON embeddings (agent_id, model, item_type);"
      "DROP INDEX embeddings_by_agent_model;"),
     ("m005_embedding_queue", _M005_EMBEDDING_QUEUE),
+    # An item the embedder fails on alone is set aside for that model, with the reason, so
+    # the start-up catch-up does not queue (and fail) it again in every process.
+    ("m006_embedding_failures",
+     "CREATE TABLE embedding_failures (item_type TEXT NOT NULL, item_id INTEGER NOT NULL, "
+     "model TEXT NOT NULL, reason TEXT NOT NULL, at REAL NOT NULL, "
+     "PRIMARY KEY (item_type, item_id, model)) WITHOUT ROWID;"),
 )
 
 
