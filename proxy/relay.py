@@ -25,6 +25,10 @@ log = logging.getLogger("mnemoproxy.relay")
 # Bodies up to this size with a known length are read whole and returned with their
 # Content-Length; anything else (SSE, unknown length, large) streams through.
 _WHOLE_BODY_LIMIT = 4_000_000
+# A reply body that streams through (chunked, or large) is copied for memory up to this
+# size: a request body is at most max_body_bytes, and an answer of many megabytes is not
+# a turn worth remembering whole.
+_REMEMBERED_BODY_LIMIT = 32_000_000
 
 OnReply = Callable[[AssistantReply], Awaitable[None]]
 # The event that closes an OpenAI stream.
@@ -66,9 +70,13 @@ async def relay(
             media_type=media_type,
         )
 
-    tee = StreamTee() if (ok and is_sse and on_reply is not None) else None
+    if ok and not is_sse and on_reply is not None:
+        chunks = _relay_remembered_body(response, on_reply)
+    else:
+        tee = StreamTee() if (ok and is_sse and on_reply is not None) else None
+        chunks = _relay_chunks(response, tee, on_reply, is_sse)
     return Stream(
-        _relay_chunks(response, tee, on_reply, is_sse),
+        chunks,
         status_code=response.status_code,
         headers=headers,
         media_type=media_type,
@@ -123,6 +131,42 @@ async def _relay_chunks(
         reply = _reply_of(tee)
         if reply is not None:
             await _deliver(on_reply, reply)
+
+
+async def _relay_remembered_body(
+    response: UpstreamResponse, on_reply: OnReply
+) -> AsyncIterator[bytes]:
+    """A whole reply body that streams through (an upstream answering with chunked encoding,
+    as Go servers do past 2 KB, or a large body), copied as it passes; its last chunk is
+    held back until the reply is handed to memory, so the client has it all only once the
+    turn is stored, as with a body read whole."""
+    copy: bytearray | None = bytearray()
+    held: bytes | None = None
+    completed = False
+    try:
+        async for chunk in response.chunks():
+            if copy is not None:
+                if len(copy) + len(chunk) > _REMEMBERED_BODY_LIMIT:
+                    log.warning("the reply is over %d bytes; this turn is not remembered",
+                                _REMEMBERED_BODY_LIMIT)
+                    copy = None
+                else:
+                    copy += chunk
+            if held is not None:
+                yield held
+            held = chunk
+        completed = True
+    except UpstreamError as error:
+        # Nothing can be added to a body already under way: the client sees it cut short.
+        log.warning("upstream broke the reply body: %s", error.message)
+    finally:
+        await response.aclose()
+    if completed and copy is not None:
+        reply = reply_from_json(bytes(copy))
+        if reply is not None:
+            await _deliver(on_reply, reply)
+    if held is not None:
+        yield held
 
 
 def _fed(tee: StreamTee, chunk: bytes) -> StreamTee | None:

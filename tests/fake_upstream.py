@@ -208,10 +208,22 @@ async def _answer(
     finish_reason: str,
     tokens: int,
     chunk_delay: float = 0.0,
+    chunked: bool = False,
 ) -> web.StreamResponse:
-    """One completion, as JSON or as a stream; `stream=None` does what the request asks."""
+    """One completion, as JSON or as a stream; `stream=None` does what the request asks.
+    `chunked` sends the JSON with chunked encoding and no length, as Go servers do."""
     if not (call.wants_stream if stream is None else stream):
-        return web.json_response(call.completion(message, finish_reason, tokens))
+        completion = call.completion(message, finish_reason, tokens)
+        if not chunked:
+            return web.json_response(completion)
+        body = json.dumps(completion).encode()
+        response = web.StreamResponse(headers={"Content-Type": "application/json"})
+        response.enable_chunked_encoding()
+        await response.prepare(call.request)
+        for start in range(0, len(body), 1000):
+            await response.write(body[start : start + 1000])
+        await response.write_eof()
+        return response
     response = await _open_sse(call.request)
     await _send_events(response, call.chunks(deltas, finish_reason, tokens), chunk_delay)
     return await _finish_sse(response)
@@ -229,6 +241,7 @@ class Reply:
     stream: bool | None = None  # None: stream when the request asks to
     chunk_delay: float = 0.0
     chunks: list[str] | None = None  # explicit stream pieces; their join is the content
+    chunked: bool = False  # a whole body in chunked encoding, without a Content-Length
 
     def __post_init__(self) -> None:
         if self.chunks is not None and self.content not in (None, "".join(self.chunks)):
@@ -247,6 +260,7 @@ class Reply:
             finish_reason="stop",
             tokens=_word_count(content),
             chunk_delay=self.chunk_delay,
+            chunked=self.chunked,
         )
 
 

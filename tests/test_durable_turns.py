@@ -13,7 +13,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.fake_upstream import FakeUpstream
+from tests.fake_upstream import FakeUpstream, Reply
 from tests.memory_client import memory_settings, sdk
 from tests.proxy_server import ProxyServer, free_port
 
@@ -23,10 +23,13 @@ def turns_of(url: str, agent: str) -> int:
     return next((a["turns"] for a in agents if a["id"] == agent), 0)
 
 
-@pytest.mark.parametrize("stream", [False, True])
+@pytest.mark.parametrize("stream,chunked", [(False, False), (True, False), (False, True)])
 def test_the_turn_is_stored_when_the_client_has_the_reply(
-    fake_upstream: FakeUpstream, tmp_path, stream: bool
+    fake_upstream: FakeUpstream, tmp_path, stream: bool, chunked: bool
 ):
+    # chunked: a whole JSON body without a length (Go servers such as Ollama send one past
+    # 2 KB); it streams through the proxy and must be remembered all the same.
+    fake_upstream.enqueue(Reply("Noted: locker 12. " * (300 if chunked else 1), chunked=chunked))
     with ProxyServer(memory_settings(fake_upstream, tmp_path)) as server:
         client = sdk(server, "dana", "s1")
         messages = [{"role": "user", "content": "My locker is number 12."}]
