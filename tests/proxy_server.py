@@ -1,13 +1,18 @@
-"""A real proxy server on a free loopback port, in a background thread, for tests."""
+"""A real proxy server on a free loopback port, for tests: in a background thread, or as
+its own process (for what only a process shows: a kill -9, its resident memory)."""
 
 from __future__ import annotations
 
 import asyncio
 import socket
+import subprocess
+import sys
 import threading
 import time
+from pathlib import Path
 from typing import Any, Self
 
+import httpx
 import uvicorn
 
 from mnemoproxy.config.settings import Settings, load_settings
@@ -77,3 +82,25 @@ class ProxyServer:
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
+
+
+def serve_process(
+    port: int, upstream: str, data_dir: Path, log: Path, *options: str,
+    embedding_backend: str = "hashing",
+) -> subprocess.Popen[bytes]:
+    """`mnemoproxy serve` in a process of its own on `port`, once its /health answers;
+    its output goes to `log`. The caller terminates it."""
+    args = [sys.executable, "-m", "mnemoproxy.proxy.cli", "serve", "--port", str(port),
+            "--data-dir", str(data_dir), "--upstream-url", upstream, "--log-level", "warning",
+            "--embedding-backend", embedding_backend, *options]
+    with log.open("ab") as out:
+        proc = subprocess.Popen(args, cwd=data_dir, stdout=out, stderr=subprocess.STDOUT)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        try:
+            if httpx.get(f"http://127.0.0.1:{port}/health", timeout=1).status_code == 200:
+                return proc
+        except httpx.HTTPError:
+            time.sleep(0.1)
+    proc.kill()
+    raise AssertionError(f"the proxy did not start: {log.read_text()[-2000:]}")

@@ -4,18 +4,15 @@ the turn survives anything, kill -9 included."""
 from __future__ import annotations
 
 import signal
-import subprocess
-import sys
 import threading
 import time
-from pathlib import Path
 
 import httpx
 import pytest
 
 from tests.fake_upstream import FakeUpstream, Reply
 from tests.memory_client import memory_settings, sdk
-from tests.proxy_server import ProxyServer, free_port
+from tests.proxy_server import ProxyServer, free_port, serve_process
 
 
 def turns_of(url: str, agent: str) -> int:
@@ -41,29 +38,12 @@ def test_the_turn_is_stored_when_the_client_has_the_reply(
         assert turns_of(server.url, "dana") == 1  # no waiting: stored before the reply ended
 
 
-def serve(url_port: int, upstream: str, data_dir: Path, log: Path) -> subprocess.Popen[bytes]:
-    args = [sys.executable, "-m", "mnemoproxy.proxy.cli", "serve", "--port", str(url_port),
-            "--data-dir", str(data_dir), "--upstream-url", upstream, "--log-level", "warning",
-            "--embedding-backend", "hashing"]
-    with log.open("ab") as out:
-        proc = subprocess.Popen(args, cwd=data_dir, stdout=out, stderr=subprocess.STDOUT)
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        try:
-            if httpx.get(f"http://127.0.0.1:{url_port}/health", timeout=1).status_code == 200:
-                return proc
-        except httpx.HTTPError:
-            time.sleep(0.1)
-    proc.kill()
-    raise AssertionError(f"the proxy did not start: {log.read_text()[-2000:]}")
-
-
 def test_no_acknowledged_turn_is_lost_to_kill_9_under_load(fake_upstream: FakeUpstream, tmp_path):
     data_dir = tmp_path / "data"
     data_dir.mkdir()
     port = free_port()
     url = f"http://127.0.0.1:{port}"
-    proc = serve(port, fake_upstream.base_url, data_dir, tmp_path / "proxy.log")
+    proc = serve_process(port, fake_upstream.base_url, data_dir, tmp_path / "proxy.log")
     acknowledged = {f"client-{i}": 0 for i in range(6)}
     stop = threading.Event()
 
@@ -93,7 +73,7 @@ def test_no_acknowledged_turn_is_lost_to_kill_9_under_load(fake_upstream: FakeUp
         thread.join(15)
     assert sum(acknowledged.values()) > 30  # the load was real
 
-    restarted = serve(port, fake_upstream.base_url, data_dir, tmp_path / "proxy.log")
+    restarted = serve_process(port, fake_upstream.base_url, data_dir, tmp_path / "proxy.log")
     try:
         for agent, count in acknowledged.items():
             # A request whose reply was cut by the kill may be stored too: never fewer.
