@@ -182,6 +182,13 @@ class Settings:
         "system (a system message).",
         choices=("user_prefix", "system"),
     )
+    suspicious_memory: str = _setting(
+        "quote",
+        "What the memory block does with remembered text that reads like instructions to a "
+        "model (override phrases, role markers, chat-template tokens): quote (shown flagged "
+        "and quoted, as something once said) or omit (left out).",
+        choices=("quote", "omit"),
+    )
     summary_debounce_seconds: float = _setting(
         60.0, "Quiet seconds after a session's last turn before it is distilled.", low=1, high=3600
     )

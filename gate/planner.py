@@ -24,13 +24,12 @@ from pathlib import Path
 import jinja2
 
 from mnemoproxy.gate.excerpt import Query, excerpt
+from mnemoproxy.gate.fence import FENCE_CLOSE, FENCE_OPEN, fenced, looks_like_instructions, quoted
 from mnemoproxy.gate.relevance.types import GateDecision
 from mnemoproxy.gate.tokens import count_tokens
 from mnemoproxy.memory import Fact, Kind, SearchResult
 
 TEMPLATES = Path(__file__).parent / "templates"
-FENCE_OPEN = "<recalled_memory>"
-FENCE_CLOSE = "</recalled_memory>"
 
 # Most tokens one message or summary contributes: a sentence or two. Measured on the
 # LongMemEval and LoCoMo dev data (evidence in an 800-token block): 25 tokens cut answers
@@ -55,6 +54,12 @@ class PlannedItem:
     # For a message or summary: the question its excerpt is cut for, cut only when the
     # item is considered for the block (most candidates never are).
     query: Query | None = None
+    flagged: bool = False  # reads like instructions: shown quoted (gate/fence.py)
+
+    @property
+    def shown(self) -> str:
+        """The line as the block shows it."""
+        return quoted(self.line) if self.flagged else self.line
 
     def settle(self) -> None:
         if self.query is not None:
@@ -67,11 +72,6 @@ class MemoryBlock:
     text: str
     tokens: int
     items: list[PlannedItem] = field(default_factory=list)
-
-
-def _fenced_safe(text: str) -> str:
-    """Memory text must not be able to close the fence and speak as instructions."""
-    return " ".join(text.replace(FENCE_CLOSE, "").replace(FENCE_OPEN, "").split())
 
 
 def _date(ts: float | None) -> str:
@@ -87,10 +87,13 @@ def _group(result: SearchResult) -> str:
     return f"session:{session}" if session is not None else f"{result.kind}:{result.item_id}"
 
 
-def candidates(results: Sequence[SearchResult], question: str = "") -> list[PlannedItem]:
+def candidates(
+    results: Sequence[SearchResult], question: str = "", *, suspicious: str = "quote"
+) -> list[PlannedItem]:
     """Every kind competes on the hybrid score: a summary or a fact goes before a message
     only when it matches better (measured: leading with the gate's section displaced
-    evidence). Messages and summaries become excerpts for `question`."""
+    evidence). Messages and summaries become excerpts for `question`. Text that reads like
+    instructions is flagged, or left out with `suspicious="omit"`."""
     query = Query.of(question, [r.text for r in results])
     items: list[PlannedItem] = []
     seen: set[tuple[Kind, int]] = set()
@@ -99,9 +102,13 @@ def candidates(results: Sequence[SearchResult], question: str = "") -> list[Plan
         if key in seen or result.kind == "identity":  # identity facts are added whole, apart
             continue
         seen.add(key)
-        text = _fenced_safe(result.text)
+        flagged = looks_like_instructions(result.text)
+        if flagged and suspicious == "omit":
+            continue
+        text = fenced(result.text)
         if result.kind == "pinned":
-            items.append(PlannedItem("pinned", result.item_id, text, result.score, result.at))
+            items.append(PlannedItem(
+                "pinned", result.item_id, text, result.score, result.at, flagged=flagged))
             continue
         speaker = "summary" if result.kind == "episode" else (
             "user" if result.provenance.get("role") == "user" else "assistant"
@@ -118,14 +125,19 @@ def candidates(results: Sequence[SearchResult], question: str = "") -> list[Plan
                 speaker,
                 position,
                 query,
+                flagged,
             )
         )
     return items
 
 
 class Planner:
-    def __init__(self, *, budget_tokens: int, template: str = "memory_block.j2") -> None:
+    def __init__(
+        self, *, budget_tokens: int, suspicious: str = "quote",
+        template: str = "memory_block.j2",
+    ) -> None:
         self.budget = budget_tokens
+        self.suspicious = suspicious
         env = jinja2.Environment(
             loader=jinja2.FileSystemLoader(TEMPLATES),
             autoescape=False,
@@ -152,10 +164,12 @@ class Planner:
             return None
         now = time.time() if now is None else now
         identity = [
-            PlannedItem("identity", f.id, _fenced_safe(f.content), f.salience)
+            PlannedItem("identity", f.id, fenced(f.content), f.salience,
+                        flagged=looks_like_instructions(f.content))
             for f in identity_facts
+            if self.suspicious != "omit" or not looks_like_instructions(f.content)
         ]
-        ranked = candidates(results, question)
+        ranked = candidates(results, question, suspicious=self.suspicious)
         return self.fit(identity, ranked, now, budget=budget)
 
     def fit(
@@ -180,7 +194,7 @@ class Planner:
             key = _key(item.line)
             if not key or any(key in other or other in key for other in keys):
                 continue  # a repeat of a line already chosen
-            cost = count_tokens(item.line) + LINE_OVERHEAD
+            cost = count_tokens(item.shown) + LINE_OVERHEAD
             if item.group and item.group not in groups:
                 cost += GROUP_OVERHEAD
             if used + cost > budget:
@@ -216,7 +230,7 @@ class Planner:
             {
                 "date": _date(max((i.at or 0.0) for i in lines)),
                 "lines": [
-                    f"{i.speaker}: {i.line}"
+                    f"{i.speaker}: {i.shown}"
                     for i in sorted(lines, key=lambda i: (i.at or 0.0, i.position))
                 ],
             }
@@ -226,7 +240,7 @@ class Planner:
             today=datetime.fromtimestamp(now, UTC).strftime("%A, %Y-%m-%d"),
             fence_open=FENCE_OPEN,
             fence_close=FENCE_CLOSE,
-            identity=[i.line for i in by_kind.get("identity", [])],
-            pinned=[i.line for i in by_kind.get("pinned", [])],
+            identity=[i.shown for i in by_kind.get("identity", [])],
+            pinned=[i.shown for i in by_kind.get("pinned", [])],
             conversations=groups,
         ).strip()

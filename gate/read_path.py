@@ -118,9 +118,10 @@ class ReadPath:
             core_timeout=settings.memory_read_deadline_seconds / 2,
         )
         await asyncio.to_thread(_warm_up)
-        return cls(
-            memory, gate, Planner(budget_tokens=settings.memory_budget_tokens), settings.injection
+        planner = Planner(
+            budget_tokens=settings.memory_budget_tokens, suspicious=settings.suspicious_memory
         )
+        return cls(memory, gate, planner, settings.injection)
 
     async def prepare(
         self, agent_id: str, messages: list[dict[str, Any]], now: float | None = None
