@@ -52,6 +52,21 @@ class Settings:
         low=0.1,
         high=3600,
     )
+    keys_file: str = _setting(
+        "",
+        "Client and admin keys, stored as hashes (written by `mnemoproxy keys add`); empty "
+        "means keys.json under data_dir. With no keys the proxy serves loopback only.",
+    )
+    allowed_hosts: str = _setting(
+        "",
+        "Comma-separated host names the proxy answers to besides loopback names, IP "
+        "addresses and `host` (a Host header naming any other is refused: DNS rebinding).",
+    )
+    allowed_origins: str = _setting(
+        "",
+        "Comma-separated browser origins (e.g. https://app.example.com) allowed to call the "
+        "proxy; requests from any other Origin are refused (no CORS by default).",
+    )
     log_level: str = _setting(
         "info", "Logging verbosity.", choices=("debug", "info", "warning", "error")
     )

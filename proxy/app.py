@@ -7,17 +7,19 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from typing import Any
 
-from litestar import Litestar, route
+from litestar import Litestar, Request, route
 from litestar.datastructures import State
 from litestar.di import NamedDependency, Provide
 
 from mnemoproxy.config.settings import Settings
 from mnemoproxy.gate import ReadPath
 from mnemoproxy.memory import Memory
+from mnemoproxy.proxy.access import caller, guard, require_keys_off_loopback
 from mnemoproxy.proxy.body_deadline import body_deadline
 from mnemoproxy.proxy.chat import chat_completions
 from mnemoproxy.proxy.chat_memory import open_memory
 from mnemoproxy.proxy.errors import EXCEPTION_HANDLERS
+from mnemoproxy.proxy.keys import KeyFile, keys_path
 from mnemoproxy.proxy.memory_api import MEMORY_ROUTES, TYPE_DECODERS
 from mnemoproxy.proxy.passthrough import pass_through
 from mnemoproxy.proxy.services import Services
@@ -36,7 +38,11 @@ def _services(state: State) -> Services:
 
 
 @route("/health", http_method=["GET", "HEAD"])
-async def health(services: NamedDependency[Services]) -> dict[str, Any]:
+async def health(
+    request: Request[Any, Any, Any], services: NamedDependency[Services]
+) -> dict[str, Any]:
+    if not caller(request).admin:
+        return {"status": "ok"}  # liveness for anyone; the details for admin keys
     if services.memory is None:
         return {"status": "ok", "upstream": services.upstream.base_url, "memory": "disabled"}
     return {
@@ -54,6 +60,8 @@ def create_app(
 ) -> Litestar:
     """Build the app. Collaborators can be passed in (tests pass fakes); whatever is not
     passed is created in the lifespan, so importing this module stays cheap."""
+    keys = KeyFile(keys_path(settings.keys_file, settings.data_dir))
+    require_keys_off_loopback(settings, keys)
 
     @asynccontextmanager
     async def lifespan(app: Litestar) -> AsyncIterator[None]:
@@ -78,7 +86,7 @@ def create_app(
         type_decoders=TYPE_DECODERS,
         lifespan=[lifespan],
         request_max_body_size=settings.max_body_bytes,
-        middleware=[body_deadline(settings.request_body_timeout_seconds)],
+        middleware=[guard(settings, keys), body_deadline(settings.request_body_timeout_seconds)],
         openapi_config=None,
         # Logging is the process's (the CLI sets it from log_level); Litestar's default
         # would configure the root logger at INFO and make log_level ineffective.

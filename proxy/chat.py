@@ -10,6 +10,7 @@ from litestar import Request, Response, post
 from litestar.di import NamedDependency
 
 from mnemoproxy.errors import InvalidArgument
+from mnemoproxy.proxy.access import authorize
 from mnemoproxy.proxy.chat_memory import prepare, remember
 from mnemoproxy.proxy.ids import header_id
 from mnemoproxy.proxy.relay import OnReply, relay
@@ -72,6 +73,8 @@ async def chat_completions(
     raw = await request.body()
     body = parse_chat_body(raw)
     agent_id = header_id(request, "X-Agent-Id")
+    if agent_id:
+        authorize(request, agent_id)
     session_id = header_id(request, "X-Session-Id") or None
 
     plan = None

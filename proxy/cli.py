@@ -1,8 +1,10 @@
-"""`mnemoproxy serve`: settings from every source, then the app on uvicorn + uvloop."""
+"""The `mnemoproxy` command: `serve` (settings from every source, then the app on uvicorn +
+uvloop) and `keys add|list|revoke`."""
 
 from __future__ import annotations
 
 import argparse
+import json
 import logging
 import sys
 from collections.abc import Sequence
@@ -29,7 +31,44 @@ def build_parser() -> argparse.ArgumentParser:
             metavar=f.name.upper(),
             help=f"{f.metadata['help']} [default {default_text}; {describe_range(f)}]",
         )
+    keys = commands.add_parser("keys", help="client and admin keys (stored hashed)")
+    keys.add_argument("--config", metavar="FILE", help="TOML settings file")
+    keys.add_argument("--keys-file", dest="keys_file", default=None, metavar="FILE")
+    keys.add_argument("--data-dir", dest="data_dir", default=None, metavar="DIR")
+    actions = keys.add_subparsers(dest="action", required=True)
+    add = actions.add_parser("add", help="create a key; it is printed once, only its hash kept")
+    add.add_argument("--agents", default=None, metavar="A,B",
+                     help="agent ids the key may use (default: any)")
+    add.add_argument("--admin", action="store_true",
+                     help="may use the memory and agent routes for every agent")
+    actions.add_parser("list", help="the keys (ids, agents, admin, created, revoked)")
+    revoke = actions.add_parser("revoke", help="revoke a key by its id")
+    revoke.add_argument("key_id")
     return parser
+
+
+def keys_command(args: argparse.Namespace) -> int:
+    from mnemoproxy.proxy.ids import normalised_id
+    from mnemoproxy.proxy.keys import KeyFile, keys_path
+
+    settings = load_settings(
+        cli={"keys_file": args.keys_file, "data_dir": args.data_dir}, config_file=args.config
+    )
+    keys = KeyFile(keys_path(settings.keys_file, settings.data_dir))
+    if args.action == "add":
+        agents = None if args.agents is None else tuple(
+            normalised_id(a.strip()) for a in args.agents.split(",") if a.strip())
+        key, secret = keys.add(agents=agents, admin=args.admin)
+        print(secret)
+        print(f"{key.id}: shown once; clients send it as their api_key (stored hashed in "
+              f"{keys.path})", file=sys.stderr)
+    elif args.action == "list":
+        for key in keys.all:
+            print(json.dumps(key.as_dict()))
+    elif keys.revoke(args.key_id) is None:
+        print(f"mnemoproxy: no active key {args.key_id!r} in {keys.path}", file=sys.stderr)
+        return 1
+    return 0
 
 
 def settings_from_args(args: argparse.Namespace) -> Settings:
@@ -63,12 +102,13 @@ def serve(settings: Settings) -> None:
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
+        if args.command == "keys":
+            return keys_command(args)
         settings = settings_from_args(args)
+        serve(settings)
     except SettingError as exc:
         print(f"mnemoproxy: {exc.message}", file=sys.stderr)
         return 2
-    if args.command == "serve":
-        serve(settings)
     return 0
 
 

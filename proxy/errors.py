@@ -39,11 +39,26 @@ class BodyTimeout(InvalidArgument):
     code = "request_timeout"
 
 
+class NotAuthenticated(InvalidArgument):
+    code = "invalid_api_key"
+
+
+class Forbidden(InvalidArgument):
+    code = "forbidden"
+
+
+class UnsupportedMediaType(InvalidArgument):
+    code = "unsupported_media_type"
+
+
 # (HTTP status, OpenAI error type) per error class; an error takes its nearest ancestor's.
 HTTP_STATUS: dict[type[MnemoError], tuple[int, str]] = {
     InvalidArgument: (400, "invalid_request_error"),
     MethodNotAllowed: (405, "invalid_request_error"),
     BodyTimeout: (408, "invalid_request_error"),
+    NotAuthenticated: (401, "invalid_request_error"),
+    Forbidden: (403, "permission_error"),
+    UnsupportedMediaType: (415, "invalid_request_error"),
     NotFound: (404, "invalid_request_error"),
     TooLarge: (413, "invalid_request_error"),
     UpstreamError: (502, "upstream_error"),

@@ -12,11 +12,12 @@ from datetime import UTC, datetime
 from typing import Annotated, Any, Literal
 
 import msgspec
-from litestar import post, route
+from litestar import Request, post, route
 from litestar.di import NamedDependency
 from litestar.params import JSONBody, PathParameter, QueryParameter
 
 from mnemoproxy.memory import SCOPES, Turn
+from mnemoproxy.proxy.access import authorize, caller
 from mnemoproxy.proxy.ids import MAX_ID_CHARS, normalised_id
 from mnemoproxy.proxy.services import Services
 
@@ -106,7 +107,11 @@ class AgentBody(_Keyed):
 
 
 @post("/memory/ingest", status_code=200)
-async def ingest(data: JSONBody[IngestBody], services: NamedDependency[Services]) -> Any:
+async def ingest(
+    request: Request[Any, Any, Any], data: JSONBody[IngestBody],
+    services: NamedDependency[Services],
+) -> Any:
+    authorize(request, data.agent_id)
     memory, _ = services.require_memory()
     result = await memory.ingest(
         data.agent_id,
@@ -125,13 +130,15 @@ async def ingest(data: JSONBody[IngestBody], services: NamedDependency[Services]
 
 
 @route("/agents", http_method=["GET", "HEAD"])
-async def agents(services: NamedDependency[Services]) -> Any:
+async def agents(request: Request[Any, Any, Any], services: NamedDependency[Services]) -> Any:
     memory, _ = services.require_memory()
-    return {"agents": await memory.agents()}
+    who = caller(request)
+    return {"agents": [a for a in await memory.agents() if who.may_use(a["id"])]}
 
 
 @route("/agents/{agent_id:str}/facts", http_method=["GET", "HEAD"])
 async def agent_facts(
+    request: Request[Any, Any, Any],
     agent_id: Annotated[str, PathParameter(max_length=MAX_ID_CHARS)],
     services: NamedDependency[Services],
     kind: Annotated[Literal["identity", "pinned"] | None, QueryParameter()] = None,
@@ -142,8 +149,9 @@ async def agent_facts(
 ) -> Any:
     """The agent's facts in the order they were stored, a page at a time: pass the answer's
     `next_cursor` as `cursor` for the next page (null: no more)."""
-    memory, _ = services.require_memory()
     agent_id = normalised_id(agent_id)
+    authorize(request, agent_id)
+    memory, _ = services.require_memory()
     rows = await memory.facts(
         agent_id, kind=kind, status=status, text=q, limit=limit, after_id=cursor
     )
@@ -172,7 +180,11 @@ async def agent_facts(
 
 
 @post("/memory/search", status_code=200)
-async def memory_search(data: JSONBody[SearchBody], services: NamedDependency[Services]) -> Any:
+async def memory_search(
+    request: Request[Any, Any, Any], data: JSONBody[SearchBody],
+    services: NamedDependency[Services],
+) -> Any:
+    authorize(request, data.agent_id)
     memory, _ = services.require_memory()
     results = await memory.search(
         data.agent_id,
@@ -189,7 +201,11 @@ async def memory_search(data: JSONBody[SearchBody], services: NamedDependency[Se
 
 
 @post("/memory/preview", status_code=200)
-async def preview(data: JSONBody[PreviewBody], services: NamedDependency[Services]) -> Any:
+async def preview(
+    request: Request[Any, Any, Any], data: JSONBody[PreviewBody],
+    services: NamedDependency[Services],
+) -> Any:
+    authorize(request, data.agent_id)
     _, read_path = services.require_memory()
     result = await read_path.prepare(data.agent_id, data.messages)
     return {"agent_id": data.agent_id, **result.as_dict()}
@@ -197,9 +213,11 @@ async def preview(data: JSONBody[PreviewBody], services: NamedDependency[Service
 
 @post("/memory/consolidate", status_code=200)
 async def consolidate_now(
-    services: NamedDependency[Services], data: JSONBody[AgentBody | None] = None
+    request: Request[Any, Any, Any], services: NamedDependency[Services],
+    data: JSONBody[AgentBody | None] = None,
 ) -> Any:
     """Run a consolidation pass now, for one agent (`agent_id`) or all."""
+    authorize(request, data.agent_id if data else None)
     memory, _ = services.require_memory()
     report = await memory.consolidate(data.agent_id if data else None)
     return {"status": "ok", **report.as_dict()}
@@ -207,10 +225,12 @@ async def consolidate_now(
 
 @post("/memory/dead-letters/retry", status_code=200)
 async def retry_dead_letters(
-    services: NamedDependency[Services], data: JSONBody[AgentBody | None] = None
+    request: Request[Any, Any, Any], services: NamedDependency[Services],
+    data: JSONBody[AgentBody | None] = None,
 ) -> Any:
     """Distil dead-lettered sessions again (one agent's with `agent_id`, or all), each with
     distill_max_attempts fresh tries, in the background: /health shows their progress."""
+    authorize(request, data.agent_id if data else None)
     memory, _ = services.require_memory()
     sessions, turns = await memory.retry_dead_letters(data.agent_id if data else None)
     return {"status": "ok", "sessions": sessions, "turns": turns}

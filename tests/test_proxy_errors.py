@@ -235,7 +235,7 @@ def test_a_body_that_never_arrives_gets_408(fake_upstream: FakeUpstream, path: s
         ("127.0.0.1", int(server.url.rsplit(":", 1)[1])), timeout=10
     ) as sock:
         sock.sendall(
-            f"POST {path} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+            f"POST {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
             "Content-Length: 1000\r\n\r\n{\"messages\": [".encode()
         )
         answer = ""

@@ -1,0 +1,198 @@
+"""Who may reach the proxy, and what each caller may touch.
+
+Every HTTP request passes `guard` first:
+- Host: a name other than loopback's, an IP address, `host` or `allowed_hosts` is refused,
+  so a web page cannot rebind its own domain to 127.0.0.1 and read memory.
+- Origin: a browser request from an origin not in `allowed_origins` (and not the proxy's
+  own) is refused, so no page the user visits can write memory or spend tokens.
+- Content-Type: a body sent to a JSON route must say it is JSON (a cross-site form or
+  `text/plain` POST, which browsers send without asking, is refused).
+- Keys (once any exist): `Authorization: Bearer <key>`, the OpenAI SDK's `api_key`, is
+  checked and then removed, so a client key never reaches the upstream. /health answers
+  anyone, with details for admin keys only.
+
+Handlers then ask `authorize(request, agent_id)` for each agent they act on: a key bound
+to agents may use those only; the admin routes (everything outside /v1 but /health) need
+an admin key or an agent-bound one. Without keys the proxy serves loopback only and the
+single local user may do everything.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import logging
+from dataclasses import dataclass
+from typing import Any
+
+from litestar import Request
+from litestar.types import ASGIApp, Receive, Scope, Send
+
+from mnemoproxy.config.settings import Settings
+from mnemoproxy.errors import SettingError
+from mnemoproxy.proxy.errors import Forbidden, NotAuthenticated, UnsupportedMediaType
+from mnemoproxy.proxy.keys import Key, KeyFile
+
+audit = logging.getLogger("mnemoproxy.audit")
+
+LOOPBACK_NAMES = frozenset({"localhost", "127.0.0.1", "::1"})
+_BODY_METHODS = frozenset({"POST", "PUT", "PATCH"})
+_OPEN_PATHS = frozenset({"/health"})
+
+
+@dataclass(frozen=True)
+class Caller:
+    """Who sent a request: a key, or (no keys configured) the local user."""
+
+    key: Key | None
+
+    @property
+    def admin(self) -> bool:
+        return self.key is None or self.key.admin
+
+    @property
+    def name(self) -> str:
+        return "local" if self.key is None else self.key.id
+
+    def may_use(self, agent_id: str) -> bool:
+        return self.key is None or self.key.admin or self.key.may_use(agent_id)
+
+    def visible(self, agent_ids: list[str]) -> list[str]:
+        return [a for a in agent_ids if self.may_use(a)]
+
+
+def is_loopback(host: str) -> bool:
+    if host in LOOPBACK_NAMES:
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def require_keys_off_loopback(settings: Settings, keys: KeyFile) -> None:
+    """Start-up check: a proxy reachable from other machines must have keys."""
+    if not is_loopback(settings.host) and not keys.active:
+        raise SettingError(
+            f"host {settings.host} is reachable from other machines and no keys are "
+            f"configured in {keys.path}: add one with `mnemoproxy keys add --admin` (clients "
+            "send it as their api_key), or serve on 127.0.0.1",
+            param="host",
+        )
+
+
+def caller(request: Request[Any, Any, Any]) -> Caller:
+    found = request.scope.get("state", {}).get("caller")
+    return found if isinstance(found, Caller) else Caller(None)
+
+
+def authorize(request: Request[Any, Any, Any], agent_id: str | None) -> Caller:
+    """The caller, if it may act on `agent_id` (None: every agent, admin keys only)."""
+    who = caller(request)
+    if agent_id is None:
+        if not who.admin:
+            raise Forbidden(
+                "this key is bound to agents: name one with agent_id", param="agent_id",
+                code="agent_not_allowed",
+            )
+    elif not who.may_use(agent_id):
+        raise Forbidden(
+            f"this key may not use agent {agent_id!r}", param="agent_id",
+            code="agent_not_allowed",
+        )
+    if not request.url.path.startswith("/v1/") and request.method != "GET":
+        audit.info("%s %s by %s (agent %s)", request.method, request.url.path, who.name,
+                   agent_id if agent_id is not None else "all")
+    return who
+
+
+def _split(names: str) -> frozenset[str]:
+    return frozenset(n.strip().lower().rstrip("/") for n in names.split(",") if n.strip())
+
+
+def _host_of(value: str) -> str:
+    """The host of a Host header or an origin's authority, without its port."""
+    value = value.strip().lower()
+    if value.startswith("["):
+        return value[1 : value.find("]")] if "]" in value else value
+    return value.rsplit(":", 1)[0] if value.count(":") == 1 else value
+
+
+def guard(settings: Settings, keys: KeyFile) -> Any:
+    """Litestar middleware applying the checks above to every HTTP request."""
+    hosts = LOOPBACK_NAMES | _split(settings.allowed_hosts) | {settings.host.lower()}
+    origins = _split(settings.allowed_origins)
+
+    def host_allowed(host: str) -> bool:
+        if host in hosts:
+            return True
+        try:
+            ipaddress.ip_address(host)  # an address cannot be rebound to another machine
+            return True
+        except ValueError:
+            return False
+
+    def middleware(app: ASGIApp) -> ASGIApp:
+        async def checked(scope: Scope, receive: Receive, send: Send) -> None:
+            if scope["type"] != "http":
+                await app(scope, receive, send)
+                return
+            headers = {k.decode("latin-1").lower(): v.decode("latin-1")
+                       for k, v in scope["headers"]}
+            host = _host_of(headers.get("host", ""))
+            if host and not host_allowed(host):
+                raise Forbidden(
+                    f"this proxy does not answer to the host name {host!r}; add it to "
+                    "allowed_hosts", code="host_not_allowed",
+                )
+            origin = headers.get("origin")
+            if origin is not None:
+                own = origin.lower().rstrip("/").split("://", 1)[-1] == headers.get(
+                    "host", "").lower()
+                if not own and origin.lower().rstrip("/") not in origins:
+                    raise Forbidden(
+                        f"requests from the web origin {origin!r} are not allowed; add it "
+                        "to allowed_origins to let that site call the proxy",
+                        code="origin_not_allowed",
+                    )
+            path = scope["path"]
+            json_route = not path.startswith("/v1/") or path == "/v1/chat/completions"
+            has_body = headers.get("content-length", "0") != "0" or (
+                "transfer-encoding" in headers)
+            if json_route and scope.get("method") in _BODY_METHODS and has_body:
+                media = headers.get("content-type", "").split(";", 1)[0].strip().lower()
+                if media != "application/json" and not media.endswith("+json"):
+                    raise UnsupportedMediaType(
+                        f"send the body as JSON with Content-Type: application/json (got "
+                        f"{media or 'none'!r})", param="Content-Type",
+                    )
+            active = keys.active
+            who = Caller(None)
+            if active:
+                authorization = headers.get("authorization", "")
+                scheme, _, secret = authorization.partition(" ")
+                key = keys.find(secret.strip()) if scheme.lower() == "bearer" else None
+                if key is None and path not in _OPEN_PATHS:
+                    raise NotAuthenticated(
+                        "a valid API key is required: send it as the OpenAI SDK's api_key "
+                        "(Authorization: Bearer ...); an admin creates one with "
+                        "`mnemoproxy keys add`"
+                    )
+                who = Caller(key)
+                if key is None:  # /health without a key: liveness only
+                    who = Caller(Key("anonymous", "", agents=()))
+                elif not path.startswith("/v1/") and path not in _OPEN_PATHS and not (
+                    key.admin or key.agents
+                ):
+                    raise Forbidden(
+                        "this key is for chat only; the memory and agent routes need an admin "
+                        "key or one bound to agents", code="admin_required",
+                    )
+                # The client's key stops here: the upstream gets the proxy's own, if any.
+                scope["headers"] = [(k, v) for k, v in scope["headers"]
+                                    if k.lower() != b"authorization"]
+            scope.setdefault("state", {})["caller"] = who
+            await app(scope, receive, send)
+
+        return checked
+
+    return middleware

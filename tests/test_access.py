@@ -1,0 +1,178 @@
+"""Nobody gets in where they don't belong: keys and tenants over every route, cross-site
+requests, Host names, and a proxy reachable from other machines without keys."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+import httpx
+import openai
+import pytest
+
+from mnemoproxy.errors import SettingError
+from mnemoproxy.proxy.app import create_app
+from mnemoproxy.proxy.cli import main
+from mnemoproxy.proxy.keys import KeyFile
+from tests.fake_upstream import FakeUpstream
+from tests.memory_client import memory_settings
+from tests.proxy_server import ProxyServer
+
+AGENT = "ana"
+
+# (method, path, JSON body) of every route, each acting on AGENT where it names one.
+ROUTES: list[tuple[str, str, dict[str, Any] | None]] = [
+    ("POST", "/v1/chat/completions", {"model": "m", "messages": [
+        {"role": "user", "content": "What is my locker code?"}]}),
+    ("GET", "/v1/models", None),
+    ("POST", "/memory/ingest", {"agent_id": AGENT, "conversation_id": "c",
+                                "turns": [{"user": "I like tea.", "assistant": "Noted."}]}),
+    ("POST", "/memory/search", {"agent_id": AGENT, "query": "locker"}),
+    ("POST", "/memory/preview", {"agent_id": AGENT, "messages": [
+        {"role": "user", "content": "What is my locker code?"}]}),
+    ("POST", "/memory/consolidate", {"agent_id": AGENT}),
+    ("POST", "/memory/dead-letters/retry", {"agent_id": AGENT}),
+    ("GET", f"/agents/{AGENT}/facts", None),
+    ("GET", "/agents", None),
+]
+
+
+@pytest.fixture
+def keyed(fake_upstream: FakeUpstream, tmp_path: Path):
+    keys = KeyFile(tmp_path / "keys.json")
+    secrets = {
+        "right": keys.add(agents=(AGENT,), admin=False)[1],
+        "other tenant": keys.add(agents=("bo",), admin=False)[1],
+        "admin": keys.add(agents=None, admin=True)[1],
+        "chat only": keys.add(agents=None, admin=False)[1],
+    }
+    settings = memory_settings(fake_upstream, tmp_path, keys_file=str(keys.path),
+                               upstream_api_key="sk-upstream")
+    with ProxyServer(settings) as server:
+        # Memory the other tenant must never see.
+        seeded = call(server, "admin", secrets, "POST", "/memory/ingest", {
+            "agent_id": AGENT, "conversation_id": "seed",
+            "turns": [{"user": "My locker code is 4417.", "assistant": "Noted."}]})
+        assert seeded.status_code == 200, seeded.text
+        yield server, secrets, keys
+
+
+def call(server: ProxyServer, who: str, secrets: dict[str, str], method: str, path: str,
+         body: dict[str, Any] | None) -> httpx.Response:
+    headers = {"X-Agent-Id": AGENT}
+    if who == "wrong":
+        headers["Authorization"] = "Bearer mp-not-a-key"
+    elif who in secrets:
+        headers["Authorization"] = f"Bearer {secrets[who]}"
+    return httpx.request(method, server.url + path, json=body, headers=headers, timeout=30)
+
+
+EXPECTED = {  # who -> status for a route acting on AGENT (GET /agents: see below)
+    "no key": 401, "wrong": 401, "other tenant": 403, "right": 200, "admin": 200,
+}
+
+
+@pytest.mark.parametrize("who", list(EXPECTED))
+@pytest.mark.parametrize("method,path,body", ROUTES, ids=[f"{m} {p}" for m, p, _ in ROUTES])
+def test_every_route_for_every_key(keyed, fake_upstream, who, method, path, body):
+    server, secrets, _ = keyed
+    response = call(server, who, secrets, method, path, body)
+    expected = EXPECTED[who]
+    if who == "other tenant" and path in ("/agents", "/v1/models"):
+        expected = 200  # listed without ANA's agent / no agent involved
+    assert response.status_code == expected, response.text
+    if expected != 200:
+        error = response.json()["error"]
+        assert error["type"] and error["message"] and "4417" not in response.text
+    else:
+        assert all(r.headers.get("authorization") in (None, "Bearer sk-upstream")
+                   for r in fake_upstream.requests)  # the client's key never goes upstream
+    if path == "/agents" and expected == 200:
+        listed = [a["id"] for a in response.json()["agents"]]
+        assert (AGENT in listed) == (who != "other tenant")
+
+
+def test_a_chat_only_key_chats_but_reads_no_memory_routes(keyed):
+    server, secrets, _ = keyed
+    assert call(server, "chat only", secrets, *ROUTES[0]).status_code == 200
+    for route in ROUTES[2:]:
+        response = call(server, "chat only", secrets, *route)
+        assert response.status_code == 403, route
+        assert response.json()["error"]["code"] == "admin_required"
+
+
+def test_every_agent_at_once_needs_an_admin_key(keyed):
+    server, secrets, _ = keyed
+    assert call(server, "right", secrets, "POST", "/memory/consolidate", {}).status_code == 403
+    assert call(server, "admin", secrets, "POST", "/memory/consolidate", {}).status_code == 200
+
+
+def test_the_openai_sdk_api_key_is_the_proxy_key_and_revoking_it_locks_it_out(keyed):
+    server, secrets, keys = keyed
+    client = openai.OpenAI(base_url=server.base_url, api_key=secrets["right"], max_retries=0,
+                           default_headers={"X-Agent-Id": AGENT})
+    reply = client.chat.completions.create(
+        model="m", messages=[{"role": "user", "content": "hello"}])
+    assert reply.choices[0].message.content
+    key_id = next(k.id for k in keys.active if k.agents == (AGENT,))
+    assert main(["keys", "--keys-file", str(keys.path), "revoke", key_id]) == 0
+    with pytest.raises(openai.AuthenticationError):
+        for _ in range(30):  # the proxy re-reads the key file within a second
+            client.chat.completions.create(
+                model="m", messages=[{"role": "user", "content": "hello"}])
+            time.sleep(0.1)
+
+
+def test_health_is_open_but_details_need_an_admin_key(keyed):
+    server, secrets, _ = keyed
+    assert httpx.get(server.url + "/health").json() == {"status": "ok"}
+    detailed = call(server, "admin", secrets, "GET", "/health", None).json()
+    assert detailed["memory"]["agents"] == 1
+
+
+def test_cross_site_requests_are_refused(memory_proxy_unkeyed):
+    server = memory_proxy_unkeyed
+    ingest = {"agent_id": AGENT, "conversation_id": "c",
+              "turns": [{"user": "I like tea.", "assistant": "Noted."}]}
+    plain = httpx.post(server.url + "/memory/ingest", content=json.dumps(ingest),
+                       headers={"Content-Type": "text/plain"})
+    assert plain.status_code == 415 and plain.json()["error"]["param"] == "Content-Type"
+    foreign = httpx.post(server.url + "/memory/ingest", json=ingest,
+                         headers={"Origin": "https://evil.example"})
+    assert foreign.status_code == 403
+    assert foreign.json()["error"]["code"] == "origin_not_allowed"
+    rebound = httpx.get(server.url + "/agents", headers={"Host": f"evil.example:{server.port}"})
+    assert rebound.status_code == 403 and rebound.json()["error"]["code"] == "host_not_allowed"
+    for host in (f"localhost:{server.port}", f"127.0.0.1:{server.port}"):
+        assert httpx.get(server.url + "/agents", headers={"Host": host}).status_code == 200
+    chat = httpx.post(server.base_url + "/chat/completions", content=b"{}",
+                      headers={"Content-Type": "text/plain"})
+    assert chat.status_code == 415
+
+
+def test_allowed_origins_let_a_named_site_in(fake_upstream, tmp_path):
+    settings = memory_settings(fake_upstream, tmp_path, allowed_origins="https://app.example")
+    with ProxyServer(settings) as server:
+        ok = httpx.get(server.url + "/agents", headers={"Origin": "https://app.example"})
+        assert ok.status_code == 200
+        other = httpx.get(server.url + "/agents", headers={"Origin": "https://evil.example"})
+        assert other.status_code == 403
+
+
+def test_a_reachable_proxy_without_keys_refuses_to_start(fake_upstream, tmp_path, capsys):
+    settings = memory_settings(fake_upstream, tmp_path, host="0.0.0.0")
+    with pytest.raises(SettingError, match="mnemoproxy keys add"):
+        create_app(settings)
+    assert main(["serve", "--host", "0.0.0.0", "--data-dir", str(tmp_path / "d")]) == 2
+    assert "mnemoproxy keys add --admin" in capsys.readouterr().err
+    KeyFile(tmp_path / "keys.json").add(agents=None, admin=True)
+    create_app(memory_settings(fake_upstream, tmp_path, host="0.0.0.0",
+                               keys_file=str(tmp_path / "keys.json")))
+
+
+@pytest.fixture
+def memory_proxy_unkeyed(fake_upstream: FakeUpstream, tmp_path: Path):
+    with ProxyServer(memory_settings(fake_upstream, tmp_path)) as server:
+        yield server
