@@ -92,9 +92,16 @@ def _may_label_a_secret(text: str) -> bool:
     return any(marker in folded for marker in _LABEL_MARKERS)
 
 
+# Sentence punctuation right after a value ends the sentence, not the secret.
+_TRAILING_PUNCTUATION = re.compile(r"[.!?:)\]}]+$")
+
+
 def _redact_value(match: re.Match[str]) -> str:
     group = "secret" if match["secret"] is not None else "bearer"
     start, end = match.start(group) - match.start(), match.end(group) - match.start()
+    trailing = _TRAILING_PUNCTUATION.search(match[0][start:end])
+    if trailing is not None and trailing.start() > 0:
+        end -= len(trailing[0])
     return match[0][:start] + REDACTED + match[0][end:]
 
 

@@ -168,12 +168,16 @@ class VectorIndexes:
 
     def _save(self, agent_id: str, index: Index) -> None:
         index_path, sidecar_path = self.paths(agent_id)
-        self.folder.mkdir(parents=True, exist_ok=True)
+        self.folder.mkdir(mode=0o700, parents=True, exist_ok=True)
         temp = index_path.with_suffix(".tmp")
         index.save(str(temp))
+        os.chmod(temp, 0o600)
         os.replace(temp, index_path)
-        meta = {"agent_id": agent_id, "model": self.model, "dim": self.dim, "count": len(index)}
-        sidecar_path.write_text(json.dumps(meta), encoding="utf-8")
+        # No agent id in the sidecar: file names are hashes so that ids stay private.
+        meta = {"model": self.model, "dim": self.dim, "count": len(index)}
+        descriptor = os.open(sidecar_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(descriptor, "w", encoding="utf-8") as out:
+            out.write(json.dumps(meta))
 
     def _new_index(self) -> Index:
         # f16 halves memory and file size; cosine scores lose nothing that matters for

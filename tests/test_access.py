@@ -176,3 +176,21 @@ def test_a_reachable_proxy_without_keys_refuses_to_start(fake_upstream, tmp_path
 def memory_proxy_unkeyed(fake_upstream: FakeUpstream, tmp_path: Path):
     with ProxyServer(memory_settings(fake_upstream, tmp_path)) as server:
         yield server
+
+
+def test_memory_on_disk_is_for_its_owner_only(fake_upstream, tmp_path):
+    settings = memory_settings(fake_upstream, tmp_path)
+    with ProxyServer(settings) as server:
+        response = httpx.post(server.url + "/memory/ingest", json={
+            "agent_id": "dana.whitfield@example.com", "conversation_id": "c",
+            "turns": [{"user": "My locker code is 4417.", "assistant": "Noted."}]})
+        assert response.status_code == 200
+    data_dir = Path(settings.data_dir)
+    files = [p for p in data_dir.rglob("*") if p.is_file()]
+    assert any(p.suffix == ".usearch" for p in files) and any(p.suffix == ".json" for p in files)
+    for folder in [data_dir, *(p for p in data_dir.rglob("*") if p.is_dir())]:
+        assert folder.stat().st_mode & 0o777 == 0o700, folder
+    for file in files:
+        assert file.stat().st_mode & 0o777 == 0o600, file
+        if file.suffix == ".json":  # the index sidecar names no agent
+            assert "dana" not in file.read_text()

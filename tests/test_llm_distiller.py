@@ -300,6 +300,13 @@ def test_looks_like_secret_spares_ordinary_text(text: str) -> None:
 
 def test_redaction_keeps_the_label() -> None:
     assert redact_secrets("wifi password: hunter2 at home") == "wifi password: [redacted] at home"
+
+
+def test_redaction_keeps_the_punctuation_around_a_secret() -> None:
+    assert redact_secrets("My password is hunter2xyz. Thanks!") == (
+        "My password is [redacted]. Thanks!")
+    assert redact_secrets("(api key = abc123def)") == "(api key = [redacted])"
+    assert redact_secrets('The PIN code is "4821".') == 'The PIN code is [redacted].'
     assert redact_secrets("Bearer abcdefghijklmnop1234") == "Bearer [redacted]"
 
 

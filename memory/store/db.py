@@ -13,6 +13,7 @@ statements themselves.
 from __future__ import annotations
 
 import asyncio
+import os
 import sqlite3
 from collections.abc import AsyncIterator, Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -45,6 +46,17 @@ async def _connect_writer(path: Path) -> aiosqlite.Connection:
     await conn.execute(f"PRAGMA mmap_size = {MMAP_BYTES}")
     await conn.execute("PRAGMA journal_mode = WAL")
     return conn
+
+
+def private(folder: Path, database: Path) -> None:
+    """Memory is for its owner's eyes: the folder 0700, the database 0600 (created so
+    before SQLite opens it; SQLite gives its -wal and -shm files the database's mode)."""
+    folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+    os.chmod(folder, 0o700)
+    os.close(os.open(database, os.O_WRONLY | os.O_CREAT, 0o600))
+    for file in (database, *(database.with_name(database.name + s) for s in ("-wal", "-shm"))):
+        if file.exists():
+            os.chmod(file, 0o600)
 
 
 class Reader:
@@ -118,8 +130,8 @@ class Database:
     ) -> tuple[Path, aiosqlite.Connection, Reader]:
         folder = Path(data_dir)
         try:
-            folder.mkdir(parents=True, exist_ok=True)
             path = folder / DB_FILE
+            private(folder, path)
             writer = await _connect_writer(path)
             await migrate(writer, migrations)
             reader = await Reader.open(path)
