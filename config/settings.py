@@ -103,6 +103,13 @@ class Settings:
     data_dir: str = _setting(
         "./mnemo-data", "Folder holding the SQLite database and the vector indexes."
     )
+    redact_pii: bool = _setting(
+        False,
+        "Replace e-mail addresses, phone numbers, payment card numbers, IBANs, national ids "
+        "and IP addresses with typed placeholders ([email], [card], ...) before anything is "
+        "stored. Off by default: memory is its user's own, and recalling their own number is "
+        "often the point; turn it on where memory is shared or audited.",
+    )
     core_model: str = _setting(
         "",
         "Model that distils sessions into memory; empty uses the offline rule-based distiller.",

@@ -86,6 +86,7 @@ class Memory:
             max_attempts=settings.distill_max_attempts,
             identity_max_facts=settings.identity_max_facts,
             max_backfill_turns=settings.max_backfill_turns,
+            redact_pii=settings.redact_pii,
             assign_slots=assign_slots,
         )
         self._background: set[asyncio.Task[Any]] = set()

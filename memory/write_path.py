@@ -21,6 +21,7 @@ from mnemoproxy.memory.distill.breaker import CircuitBreaker
 from mnemoproxy.memory.distill.protocol import Distiller
 from mnemoproxy.memory.facts import plan_fact_updates
 from mnemoproxy.memory.models import FactDraft, SessionInput, Turn
+from mnemoproxy.memory.pii import redact_pii
 from mnemoproxy.memory.redact import redact_secrets
 from mnemoproxy.memory.store import Store
 from mnemoproxy.memory.store.distillations import SessionDistillation
@@ -71,11 +72,13 @@ class WritePath:
         max_attempts: int,
         identity_max_facts: int,
         max_backfill_turns: int = 100,
+        redact_pii: bool = False,
         assign_slots: Callable[[list[FactDraft]], Awaitable[None]] | None = None,
         breaker: CircuitBreaker | None = None,
     ) -> None:
         self.store = store
         self.max_backfill_turns = max_backfill_turns
+        self.redact_pii = redact_pii
         self.distiller = distiller
         self.max_attempts = max_attempts
         self.identity_max_facts = identity_max_facts
@@ -139,10 +142,22 @@ class WritePath:
             fresh = fresh[-(self.max_backfill_turns + 1) :]
         at = next((t.at for _, t in turns if t.at is not None), None)
         session_id, added = await self.store.record_turns(
-            agent_id, session_key, _stamped(fresh), started_at=_ts(at)
+            agent_id, session_key, self._as_stored(fresh), started_at=_ts(at)
         )
         self.scheduler.touch(agent_id, session_id)
         return added
+
+    def _as_stored(
+        self, turns: Sequence[tuple[int, Turn]], default: datetime | None = None
+    ) -> list[tuple[int, Turn]]:
+        """Every turn as it is stored: credentials redacted (memory is replayed into later
+        prompts, so a pasted key must not travel with it), personal data too with
+        redact_pii, and with a time: its own, else the default, else now."""
+        return _stamped(turns, self._scrub, default)
+
+    def _scrub(self, text: str) -> str:
+        text = redact_secrets(text)
+        return redact_pii(text) if self.redact_pii else text
 
     async def ingest(
         self,
@@ -161,7 +176,7 @@ class WritePath:
         session_id, added = await self.store.record_turns(
             agent_id,
             conversation_id,
-            _stamped(indexed, default=session_date),
+            self._as_stored(indexed, default=session_date),
             started_at=_ts(session_date),
             queue_signals=not skip_extraction,
         )
@@ -331,13 +346,7 @@ def _ts(moment: datetime | None) -> float | None:
 
 
 def _stamped(
-    turns: Sequence[tuple[int, Turn]], default: datetime | None = None
+    turns: Sequence[tuple[int, Turn]], scrub: Callable[[str], str], default: datetime | None
 ) -> list[tuple[int, Turn]]:
-    """Every turn as it is stored: credentials redacted (memory is replayed into later
-    prompts, so a pasted key must not travel with it), and with a time: its own, else the
-    default, else now."""
     now = datetime.now(UTC)
-    return [
-        (i, Turn(redact_secrets(t.user), redact_secrets(t.assistant), t.at or default or now))
-        for i, t in turns
-    ]
+    return [(i, Turn(scrub(t.user), scrub(t.assistant), t.at or default or now)) for i, t in turns]
