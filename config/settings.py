@@ -103,6 +103,11 @@ class Settings:
     data_dir: str = _setting(
         "./mnemo-data", "Folder holding the SQLite database and the vector indexes."
     )
+    encryption_key_file: str = _setting(
+        "",
+        "A file holding a passphrase (or 64 hex digits) to encrypt memory at rest with "
+        "SQLCipher; vector indexes then live in memory only. Empty: no encryption.",
+    )
     redact_pii: bool = _setting(
         False,
         "Replace e-mail addresses, phone numbers, payment card numbers, IBANs, national ids "

@@ -39,6 +39,7 @@ from mnemoproxy.memory.search import (
     SearchResult,
 )
 from mnemoproxy.memory.store import Store
+from mnemoproxy.memory.store.cipher import Cipher
 from mnemoproxy.memory.store.db import require_agent
 from mnemoproxy.memory.store.records import Fact, item_type_of
 from mnemoproxy.memory.vectors import VectorIndexes
@@ -76,7 +77,10 @@ class Memory:
         self._embedder = embedder
         # The core model, when one is configured: the distiller's, lent to the LLM gate.
         self.core_model = core_model
-        self._vectors = VectorIndexes(Path(settings.data_dir) / VECTORS_FOLDER, store, embedder)
+        self._vectors = VectorIndexes(
+            Path(settings.data_dir) / VECTORS_FOLDER, store, embedder,
+            persist=not settings.encryption_key_file,
+        )
         self._worker = EmbeddingWorker(store, embedder, self._vectors)
         self._retriever = Retriever(store, self._vectors, embedder)
         self._writer = WritePath(
@@ -117,7 +121,9 @@ class Memory:
             )
         # Weights loaded (or a remote model's size learned) now, not on the first chat.
         await embedder.load()
-        store = await Store.open(settings.data_dir)
+        store = await Store.open(
+            settings.data_dir, cipher=Cipher.from_file(settings.encryption_key_file)
+        )
         core = CoreModelClient(http, settings) if settings.core_model and http else None
         memory = cls(settings, store, embedder, core)
         if background:

@@ -5,6 +5,10 @@ in a process an agent's index is loaded and checked against a sidecar JSON (mode
 and against the row count in SQLite; a missing, unreadable (e.g. truncated) or stale file
 is rebuilt from the table. While the process runs, the embedding worker keeps the loaded
 index current with `upsert`, and `flush` writes changed indexes back.
+
+With encryption at rest (`persist=False`) no index is written: vectors hold enough of
+the text to be worth protecting, so indexes live in memory only and are built from the
+encrypted database on first use in each process (a start-up cost, not a per-request one).
 """
 
 from __future__ import annotations
@@ -57,8 +61,11 @@ class _Loaded:
 
 
 class VectorIndexes:
-    def __init__(self, folder: Path, source: EmbeddingSource, embedder: Embedder):
+    def __init__(
+        self, folder: Path, source: EmbeddingSource, embedder: Embedder, *, persist: bool = True
+    ):
         self.folder = folder
+        self.persist = persist
         self.source = source
         self.model = embedder.name
         self.dim = embedder.dim
@@ -118,6 +125,8 @@ class VectorIndexes:
 
     async def flush(self) -> None:
         """Write every changed index to disk (atomically: temp file, then rename)."""
+        if not self.persist:
+            return
         for agent_id, loaded in list(self._loaded.items()):
             if loaded.dirty:
                 async with loaded.lock:
@@ -148,11 +157,14 @@ class VectorIndexes:
             keys = np.array([vector_key(t, i) for t, i in items], dtype=np.uint64)
             await asyncio.to_thread(index.add, keys, matrix)
             self.rebuilds += 1
-            await asyncio.to_thread(self._save, agent_id, index)
+            if self.persist:
+                await asyncio.to_thread(self._save, agent_id, index)
         return index
 
     def _load(self, agent_id: str) -> Index | None:
         """The saved index, or None when missing, unreadable or for another model/dim."""
+        if not self.persist:
+            return None
         index_path, sidecar_path = self.paths(agent_id)
         try:
             meta = json.loads(sidecar_path.read_text(encoding="utf-8"))

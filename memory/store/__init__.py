@@ -22,7 +22,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from mnemoproxy.memory.store.db import Database
+from mnemoproxy.memory.store.cipher import Cipher
+from mnemoproxy.memory.store.db import PLAIN, Database
 from mnemoproxy.memory.store.distillations import DistillationQueries
 from mnemoproxy.memory.store.items import ItemQueries
 from mnemoproxy.memory.store.maintenance import MaintenanceQueries
@@ -42,10 +43,15 @@ class Store(
 ):
     @classmethod
     async def open(
-        cls, data_dir: str | Path, *, migrations: Sequence[Migration] = MIGRATIONS
+        cls,
+        data_dir: str | Path,
+        *,
+        migrations: Sequence[Migration] = MIGRATIONS,
+        cipher: Cipher = PLAIN,
     ) -> Store:
-        """Open (creating and migrating as needed) `<data_dir>/memory.db`."""
-        path, writer, reader = await Database.connect(data_dir, migrations)
+        """Open (creating and migrating as needed) `<data_dir>/memory.db`, encrypted with
+        `cipher`'s key when it has one."""
+        path, writer, reader = await Database.connect(data_dir, migrations, cipher)
         return cls(path, writer, reader)
 
     async def close(self) -> None:

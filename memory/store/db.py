@@ -24,6 +24,7 @@ from typing import Any, TypeVar
 import aiosqlite
 
 from mnemoproxy.errors import InvalidArgument, MemoryFailure
+from mnemoproxy.memory.store.cipher import Cipher
 from mnemoproxy.memory.store.schema import MIGRATIONS, Migration, migrate
 
 DB_FILE = "memory.db"
@@ -34,12 +35,12 @@ BUSY_TIMEOUT_MS = 5000
 # (tests/benchmarks/bench_search.py). Address space, not memory: the kernel's page cache
 # backs the map and can drop it under pressure.
 MMAP_BYTES = 1 << 30
+PLAIN = Cipher()
 T = TypeVar("T")
 
 
-async def _connect_writer(path: Path) -> aiosqlite.Connection:
-    conn = await aiosqlite.connect(path, isolation_level=None)
-    conn.row_factory = sqlite3.Row
+async def _connect_writer(path: Path, cipher: Cipher) -> aiosqlite.Connection:
+    conn = await aiosqlite.Connection(lambda: cipher.connect(path), iter_chunk_size=64)
     await conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
     await conn.execute("PRAGMA foreign_keys = ON")
     await conn.execute("PRAGMA synchronous = NORMAL")
@@ -68,12 +69,11 @@ class Reader:
         self._closed = False
 
     @classmethod
-    async def open(cls, path: Path) -> Reader:
+    async def open(cls, path: Path, cipher: Cipher) -> Reader:
         executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="mnemo-sqlite-reader")
 
         def connect() -> sqlite3.Connection:
-            conn = sqlite3.connect(path, isolation_level=None)
-            conn.row_factory = sqlite3.Row
+            conn: sqlite3.Connection = cipher.connect(path)
             conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
             conn.execute(f"PRAGMA mmap_size = {MMAP_BYTES}")
             conn.execute("PRAGMA query_only = ON")
@@ -126,16 +126,20 @@ class Database:
 
     @classmethod
     async def connect(
-        cls, data_dir: str | Path, migrations: Sequence[Migration] = MIGRATIONS
+        cls,
+        data_dir: str | Path,
+        migrations: Sequence[Migration] = MIGRATIONS,
+        cipher: Cipher = PLAIN,
     ) -> tuple[Path, aiosqlite.Connection, Reader]:
         folder = Path(data_dir)
+        failures: tuple[type[BaseException], ...] = (OSError, *cipher.errors)
         try:
             path = folder / DB_FILE
             private(folder, path)
-            writer = await _connect_writer(path)
+            writer = await _connect_writer(path, cipher)
             await migrate(writer, migrations)
-            reader = await Reader.open(path)
-        except (OSError, sqlite3.Error) as exc:
+            reader = await Reader.open(path, cipher)
+        except failures as exc:
             raise MemoryFailure(
                 f"cannot open the memory database in {folder}: {exc}; "
                 "check that data_dir is a writable folder"
