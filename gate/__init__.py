@@ -2,6 +2,7 @@
 block, injection), built from settings over memory's front door. proxy/ imports from here
 and nothing deeper."""
 
+from mnemoproxy.gate.fence import looks_like_instructions
 from mnemoproxy.gate.messages import latest_user_index, message_text
 from mnemoproxy.gate.read_path import MemoryReader, ReadPath, ReadResult, memory_headers
 
@@ -10,6 +11,7 @@ __all__ = [
     "ReadPath",
     "ReadResult",
     "latest_user_index",
+    "looks_like_instructions",
     "memory_headers",
     "message_text",
 ]

@@ -305,6 +305,14 @@ class Memory:
             agent_id, kind=kind, status=status, text=text, limit=limit, after_id=after_id
         )
 
+    async def audit(self, agent_id: str, action: str, by: str) -> None:
+        """Note in the agent's processing log who changed its memory through the API."""
+        await self.store.log_event(agent_id, "api_change", {"action": action, "by": by})
+
+    async def processing_log(self, agent_id: str, limit: int = 100) -> list[dict[str, Any]]:
+        """The agent's latest processing events, newest first."""
+        return await self.store.processing_log(agent_id, limit)
+
     async def health(self) -> dict[str, Any]:
         return {**await self.store.status(self._embedder.name), "status": "ok"}
 

@@ -14,7 +14,8 @@ Every HTTP request passes `guard` first:
 Handlers then ask `authorize(request, agent_id)` for each agent they act on: a key bound
 to agents may use those only; the admin routes (everything outside /v1 but /health) need
 an admin key or an agent-bound one. Without keys the proxy serves loopback only and the
-single local user may do everything.
+single local user may do everything. With keys, every use of an admin route is logged
+(`mnemoproxy.audit`) with the key's id, and changes go to the agent's processing log.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from litestar.types import ASGIApp, Receive, Scope, Send
 
 from mnemoproxy.config.settings import Settings
 from mnemoproxy.errors import SettingError
+from mnemoproxy.memory import Memory
 from mnemoproxy.proxy.errors import Forbidden, NotAuthenticated, UnsupportedMediaType
 from mnemoproxy.proxy.keys import Key, KeyFile
 
@@ -99,10 +101,20 @@ def authorize(request: Request[Any, Any, Any], agent_id: str | None) -> Caller:
             f"this key may not use agent {agent_id!r}", param="agent_id",
             code="agent_not_allowed",
         )
-    if not request.url.path.startswith("/v1/") and request.method != "GET":
-        audit.info("%s %s by %s (agent %s)", request.method, request.url.path, who.name,
-                   agent_id if agent_id is not None else "all")
     return who
+
+
+async def record_change(
+    request: Request[Any, Any, Any], memory: Memory, agent_id: str | None
+) -> None:
+    """A memory route that changes something, in the agent's processing log with the key
+    that asked (every agent's: the server log only)."""
+    who = caller(request)
+    action = f"{request.method} {request.url.path}"
+    if agent_id is not None:
+        await memory.audit(agent_id, action, who.name)
+    else:
+        audit.info("%s by %s for every agent", action, who.name)
 
 
 def _split(names: str) -> frozenset[str]:
@@ -178,6 +190,8 @@ def guard(settings: Settings, keys: KeyFile) -> Any:
                         "`mnemoproxy keys add`"
                     )
                 who = Caller(key)
+                if key is not None and not path.startswith("/v1/"):
+                    audit.info("%s %s by %s", scope.get("method"), path, key.id)
                 if key is None:  # /health without a key: liveness only
                     who = Caller(Key("anonymous", "", agents=()))
                 elif not path.startswith("/v1/") and path not in _OPEN_PATHS and not (

@@ -16,8 +16,9 @@ from litestar import Request, post, route
 from litestar.di import NamedDependency
 from litestar.params import JSONBody, PathParameter, QueryParameter
 
+from mnemoproxy.gate import looks_like_instructions
 from mnemoproxy.memory import SCOPES, Turn
-from mnemoproxy.proxy.access import authorize, caller
+from mnemoproxy.proxy.access import authorize, caller, record_change
 from mnemoproxy.proxy.ids import MAX_ID_CHARS, normalised_id
 from mnemoproxy.proxy.services import Services
 
@@ -120,6 +121,7 @@ async def ingest(
         session_date=data.session_date,
         skip_extraction=data.skip_extraction,
     )
+    await record_change(request, memory, data.agent_id)
     return {
         "status": "ok",
         "agent_id": data.agent_id,
@@ -162,6 +164,7 @@ async def agent_facts(
                 "id": fact.id,
                 "kind": fact.kind,
                 "content": fact.content,
+                "flagged": looks_like_instructions(fact.content),
                 "status": "current" if fact.valid_to is None else "superseded",
                 "salience": fact.salience,
                 "source_count": fact.source_count,
@@ -196,7 +199,11 @@ async def memory_search(
     return {
         "agent_id": data.agent_id,
         "query": data.query,
-        "results": [asdict(result) for result in results],
+        # flagged: the text reads like instructions to a model (the block quotes it).
+        "results": [
+            {**asdict(result), "flagged": looks_like_instructions(result.text)}
+            for result in results
+        ],
     }
 
 
@@ -217,9 +224,11 @@ async def consolidate_now(
     data: JSONBody[AgentBody | None] = None,
 ) -> Any:
     """Run a consolidation pass now, for one agent (`agent_id`) or all."""
-    authorize(request, data.agent_id if data else None)
+    agent_id = data.agent_id if data else None
+    authorize(request, agent_id)
     memory, _ = services.require_memory()
-    report = await memory.consolidate(data.agent_id if data else None)
+    report = await memory.consolidate(agent_id)
+    await record_change(request, memory, agent_id)
     return {"status": "ok", **report.as_dict()}
 
 
@@ -230,9 +239,11 @@ async def retry_dead_letters(
 ) -> Any:
     """Distil dead-lettered sessions again (one agent's with `agent_id`, or all), each with
     distill_max_attempts fresh tries, in the background: /health shows their progress."""
-    authorize(request, data.agent_id if data else None)
+    agent_id = data.agent_id if data else None
+    authorize(request, agent_id)
     memory, _ = services.require_memory()
-    sessions, turns = await memory.retry_dead_letters(data.agent_id if data else None)
+    sessions, turns = await memory.retry_dead_letters(agent_id)
+    await record_change(request, memory, agent_id)
     return {"status": "ok", "sessions": sessions, "turns": turns}
 
 

@@ -194,3 +194,24 @@ def test_memory_on_disk_is_for_its_owner_only(fake_upstream, tmp_path):
         assert file.stat().st_mode & 0o777 == 0o600, file
         if file.suffix == ".json":  # the index sidecar names no agent
             assert "dana" not in file.read_text()
+
+
+async def test_changes_through_the_api_are_in_the_processing_log_with_the_key(keyed, caplog):
+    from mnemoproxy.memory.store import Store
+
+    server, secrets, keys = keyed
+    with caplog.at_level("INFO", logger="mnemoproxy.audit"):
+        assert call(server, "right", secrets, *ROUTES[2]).status_code == 200  # ingest
+        assert call(server, "admin", secrets, "POST", "/memory/consolidate", {}).status_code == 200
+    right_id = next(k.id for k in keys.active if k.agents == (AGENT,))
+    admin_id = next(k.id for k in keys.active if k.admin)
+    store = await Store.open(Path(server.settings.data_dir))
+    try:
+        log = await store.processing_log(AGENT)
+    finally:
+        await store.close()
+    changes = [e["detail"] for e in log if e["event"] == "api_change"]
+    assert {"action": "POST /memory/ingest", "by": right_id} in changes
+    assert {"action": "POST /memory/ingest", "by": admin_id} in changes  # the fixture's seed
+    assert f"POST /memory/consolidate by {admin_id} for every agent" in caplog.text
+    assert f"POST /memory/search by {right_id}" not in caplog.text  # not called here

@@ -664,3 +664,5 @@ def test_stored_text_cannot_break_out_of_the_fence(memory_proxy, fake_upstream):
     inside, after = sent.split("</recalled_memory>")
     assert after.strip() == "What is my locker code?"  # nothing of memory after the fence
     assert "[flagged: reads like instructions" in inside and "4417" in inside
+    found = search(memory_proxy, "mallory", "locker code", scope="transcript")
+    assert any(r["flagged"] for r in found) and not all(r["flagged"] for r in found)
