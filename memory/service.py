@@ -49,6 +49,9 @@ log = logging.getLogger("mnemoproxy.memory")
 
 VECTORS_FOLDER = "vectors"
 SHUTDOWN_DISTILL_SECONDS = 10.0
+# Most chat turns left to be stored in the background after their reply went out (see
+# record_within); beyond it replies wait for their turn.
+MAX_BACKGROUND_RECORDS = 256
 # Reference similarities are measured again once an agent's index has grown by this share
 # (or by REMEASURE_ITEMS items, for small ones): the yardstick moves with the memory.
 REMEASURE_GROWTH = 0.1
@@ -94,6 +97,9 @@ class Memory:
             assign_slots=assign_slots,
         )
         self._background: set[asyncio.Task[Any]] = set()
+        self._recording: set[asyncio.Task[Any]] = set()  # chat turns being stored
+        # Replies that waited for their turn past the read deadline: the store is behind.
+        self.records_waited_out = 0
         self._schedule: asyncio.Task[None] | None = None
         self._reference_vectors: dict[tuple[str, ...], np.ndarray] = {}
         self._measured: OrderedDict[str, _Measured] = OrderedDict()
@@ -163,8 +169,19 @@ class Memory:
         """`record`, waited for at most `seconds`: a chat reply is completed once its turn
         is stored, so a crash after the client has its answer loses nothing, and the rate
         of acknowledged turns cannot outrun the store. A store slower than that finishes
-        in the background; so does one that fails (logged). True when stored in time."""
+        in the background; so does one that fails (logged). True when stored in time.
+
+        The turns left to finish in the background are bounded: past
+        MAX_BACKGROUND_RECORDS a reply waits for its own turn however long it takes, so a
+        store slower than the traffic slows the replies down instead of growing a backlog
+        that a crash would lose."""
         task = self._spawn(self.record(agent_id, session_key, turns), "record a turn")
+        self._recording.add(task)
+        task.add_done_callback(self._recording.discard)
+        if len(self._recording) > MAX_BACKGROUND_RECORDS:
+            self.records_waited_out += 1
+            await asyncio.wait({task})
+            return task.exception() is None
         try:
             await asyncio.wait_for(asyncio.shield(task), seconds)
         except Exception:  # too slow, or failed: the task goes on or has logged why
@@ -314,7 +331,12 @@ class Memory:
         return await self.store.processing_log(agent_id, limit)
 
     async def health(self) -> dict[str, Any]:
-        return {**await self.store.status(self._embedder.name), "status": "ok"}
+        return {
+            **await self.store.status(self._embedder.name),
+            "records_in_flight": len(self._recording),
+            "records_waited_out": self.records_waited_out,
+            "status": "ok",
+        }
 
     async def drain(self) -> int:
         """Embed everything still without a vector now (for callers that cannot wait for the

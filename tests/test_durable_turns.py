@@ -3,6 +3,7 @@ the turn survives anything, kill -9 included."""
 
 from __future__ import annotations
 
+import asyncio
 import signal
 import threading
 import time
@@ -10,6 +11,7 @@ import time
 import httpx
 import pytest
 
+from mnemoproxy.memory import Turn, service
 from tests.fake_upstream import FakeUpstream, Reply
 from tests.memory_client import memory_settings, sdk
 from tests.proxy_server import ProxyServer, free_port, serve_process
@@ -81,3 +83,23 @@ def test_no_acknowledged_turn_is_lost_to_kill_9_under_load(fake_upstream: FakeUp
     finally:
         restarted.terminate()
         restarted.wait(30)
+
+
+async def test_a_slow_store_slows_replies_rather_than_growing_a_backlog(memory, monkeypatch):
+    monkeypatch.setattr(service, "MAX_BACKGROUND_RECORDS", 8)
+    slow = memory.record
+
+    async def slow_record(*args):
+        await asyncio.sleep(0.3)
+        return await slow(*args)
+
+    monkeypatch.setattr(memory, "record", slow_record)
+    turns = [(0, Turn("I keep bees.", "Nice."))]
+    in_time = await asyncio.gather(*(
+        memory.record_within("dana", f"s{i}", turns, 0.01) for i in range(20)))
+    # 8 replies went out before their turn was stored; the other 12 waited for theirs.
+    assert in_time.count(False) == 8 and in_time.count(True) == 12
+    assert (await memory.health())["records_waited_out"] == 12
+    await asyncio.sleep(0.5)
+    assert (await memory.health())["records_in_flight"] == 0
+    assert len(await memory.agents()) == 1 and (await memory.agents())[0]["turns"] == 20
