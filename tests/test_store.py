@@ -256,3 +256,22 @@ async def test_processing_log_and_status(store: Store) -> None:
     status = await store.status("hashing-256-v1")
     assert status["db_path"].endswith("memory.db")
     assert status["embedding_model"] == "hashing-256-v1"
+
+
+async def test_a_neighbours_common_words_never_crowd_out_an_agents_own_matches(
+    store: Store,
+) -> None:
+    """BM25 counts and scores an agent's own matches: a neighbour holding the query's words
+    in hundreds of newer messages changes nothing for it (migration m007)."""
+    mine = await store.session("ana", "s")
+    await store.add_transcript("ana", mine, messages(
+        "We adopted a greyhound from the shelter", "I went hiking", at=1000.0))
+    theirs = await store.session("bo", "s")
+    await store.add_transcript("bo", theirs, messages(
+        *(f"greyhound adopted shelter note {n}" for n in range(120)), at=2000.0))
+    for budget in (5, 500):
+        found = await store.bm25_candidates(
+            "ana", ["adopted", "greyhound", "shelter"], ("transcript",), match_budget=budget)
+        assert len(found) == 1, budget  # ana's message, none of bo's
+    assert len(await store.bm25_candidates(
+        "bo", ["greyhound"], ("transcript",), match_budget=5)) == 5  # the latest of its own

@@ -123,6 +123,8 @@ class Database:
         self._write_lock = asyncio.Lock()
         # Set whenever content that needs a vector is written; the embedding worker waits on it.
         self.content_changed = asyncio.Event()
+        # (agent, item type) -> (the agent's share of the rows, when counted): retrieval's.
+        self._agent_shares: dict[tuple[str, str], tuple[float, float]] = {}
 
     @classmethod
     async def connect(

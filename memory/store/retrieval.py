@@ -53,10 +53,20 @@ _FTS = {
                 "deleted_at IS NULL"),
     "transcript": ("transcript_fts", "transcript", "at", "1"),
 }
-# When a term is too common to score everywhere and an agent's share of its newest matches
-# is small, the agent's own newest matches are looked for among this many times the
-# match budget of the newest matches of all agents.
-OWN_MATCHES_WALK = 10
+# An agent holding at least this share of a table's rows is never crowded out in it: its
+# neighbours can at most double a count. Shares are counted again after SHARE_SECONDS.
+MAJORITY = 0.5
+SHARE_SECONDS = 60.0
+# BM25 column weights: the text columns count, the agent column (a filter) never does.
+_WEIGHTS = {"fact": "1.0, 0.0", "episode": "1.0, 1.0, 1.0, 0.0", "transcript": "1.0, 0.0"}
+
+
+def agent_token(agent_id: str) -> str:
+    """The token every FTS row of the agent holds in its `agent` column (migration m007):
+    its id's UTF-8 bytes in hex, so any id is one plain token, and no two ids share one."""
+    return "g" + agent_id.encode("utf-8").hex()
+
+
 _EMBED_SOURCES = {
     "fact": "SELECT id, agent_id, content FROM facts b WHERE valid_to IS NULL "
             "AND deleted_at IS NULL",
@@ -102,12 +112,29 @@ class RetrievalQueries(Database):
         def read(conn: sqlite3.Connection) -> list[tuple[ItemType, int, float]]:
             hits: list[tuple[ItemType, int, float]] = []
             for item_type in item_types:
+                crowded = self._agent_share(conn, agent_id, item_type) < MAJORITY
                 hits += _bm25_ranking(
-                    conn, agent_id, item_type, terms, since, limit, match_budget
+                    conn, agent_id, item_type, terms, since, limit, match_budget, crowded
                 )
             return hits
 
         return await self._read(read)
+
+    def _agent_share(self, conn: sqlite3.Connection, agent_id: str, item_type: ItemType) -> float:
+        """The agent's share of the rows of `item_type`, counted at most every
+        SHARE_SECONDS per agent (on the reader's thread, the only one that calls this)."""
+        shares = self._agent_shares
+        now = time.monotonic()
+        known = shares.get((agent_id, item_type))
+        if known is not None and now - known[1] < SHARE_SECONDS:
+            return known[0]
+        table = _FTS[item_type][1]
+        own, every = conn.execute(
+            f"SELECT (SELECT COUNT(*) FROM {table} WHERE agent_id = ?), "
+            f"(SELECT COUNT(*) FROM {table})", (agent_id,)).fetchone()
+        share = own / every if every else 1.0
+        shares[(agent_id, item_type)] = (share, now)
+        return share
 
     async def fetch_items(
         self,
@@ -328,34 +355,42 @@ def _bm25_ranking(
     since: float | None,
     limit: int,
     match_budget: int,
+    among_others: bool = True,
 ) -> list[tuple[ItemType, int, float]]:
     fts, table, time_column, visible = _FTS[item_type]
-    counts = _capped_counts(conn, fts, [quoted(term) for term in terms], match_budget + 1)
+    # A term is counted among all agents' documents first (cheapest); one found in more
+    # than the budget is counted again among the agent's own (its token in the agent
+    # column), so that a neighbour's common words never crowd out this agent's. An agent
+    # holding most of the rows (`among_others` False) is spared that second count.
+    own = f'agent : "{agent_token(agent_id)}" AND '
+    everyone = _capped_counts(conn, fts, [quoted(term) for term in terms], match_budget + 1)
+    crowded = [term for term, count in zip(terms, everyone, strict=True)
+               if count > match_budget and among_others]
+    mine = dict(zip(crowded, _capped_counts(
+        conn, fts, [own + quoted(term) for term in crowded], match_budget + 1), strict=True))
+    counts = [mine.get(term, count) for term, count in zip(terms, everyone, strict=True)]
     chosen = affordable_terms(terms, counts, match_budget)
     if not chosen:
         return []
-    # `+agent_id`: the FTS match drives the join, never the agent's index of all its rows.
+    # Scoring walks every agent's matches of the chosen terms, or, once some term of the
+    # query is crowded, only the agent's own.
+    scope = own if mine else ""
+    # The agent condition again, against the base table: a second lock on the same door.
     conditions = f"+b.agent_id = ? AND {visible}"
     params: list[Any] = [agent_id]
     if since is not None:
         conditions += f" AND {time_column} >= ?"
         params.append(since)
+    bm25 = f"bm25({fts}, {_WEIGHTS[item_type]})"
 
     def ranking(match: str, floor: int) -> list[tuple[ItemType, int, float]]:
         rows = conn.execute(
-            f"SELECT b.id, -bm25({fts}) FROM {fts} JOIN {table} b ON b.id = {fts}.rowid "
+            f"SELECT b.id, -{bm25} FROM {fts} JOIN {table} b ON b.id = {fts}.rowid "
             f"WHERE {fts} MATCH ? AND {fts}.rowid >= ? AND {conditions} "
-            f"ORDER BY bm25({fts}) LIMIT ?",
-            [match, floor, *params, limit],
+            f"ORDER BY {bm25} LIMIT ?",
+            [scope + f"({match})", floor, *params, limit],
         )
         return [(item_type, row[0], row[1]) for row in rows]
-
-    def newest(match: str, count: int) -> int:
-        """The rowid of the count-th latest stored match of all agents (0: fewer match)."""
-        found = conn.execute(f"SELECT rowid FROM {fts} WHERE {fts} MATCH ? "
-                             f"ORDER BY rowid DESC LIMIT 1 OFFSET ?", [match, count - 1])
-        row = found.fetchone()
-        return 0 if row is None else int(row[0])
 
     scored = [count for term, count in zip(terms, counts, strict=True) if term in chosen]
     if max(scored) <= match_budget:
@@ -368,35 +403,26 @@ def _bm25_ranking(
     found = [quoted(term) for term, count in zip(terms, counts, strict=True) if count]
     if len(found) > 1:
         every = " AND ".join(found)
-        together = _capped_counts(conn, fts, [every], match_budget + 1)[0]
+        together = _capped_counts(conn, fts, [scope + f"({every})"], match_budget + 1)[0]
         if 0 < together <= match_budget:
             return ranking(every, 0)
         if together:
             match = every
-    # ... otherwise only the latest `match_budget` stored matches are scored: first of all
-    # agents, which is nearly free to find...
-    hits = ranking(match, newest(match, match_budget))
-    if len(hits) < limit:
-        # ... and when those are mostly another agent's (or outside the window), this
-        # agent's own latest, looked for among a bounded number of the latest matches of
-        # all agents: a term found in more documents than that says next to nothing, and
-        # an agent with none of its matches among them gets no text hits for it.
-        walked = newest(match, match_budget * OWN_MATCHES_WALK)
-        own = conn.execute(
-            f"SELECT {fts}.rowid FROM {fts} JOIN {table} b ON b.id = {fts}.rowid "
-            f"WHERE {fts} MATCH ? AND {fts}.rowid >= ? AND {conditions} "
-            f"ORDER BY {fts}.rowid DESC LIMIT 1 OFFSET ?",
-            [match, walked, *params, match_budget - 1],
-        ).fetchone()
-        hits = ranking(match, walked if own is None else own[0])
-    return hits
+    # ... otherwise only the agent's latest `match_budget` matches are scored.
+    latest = conn.execute(
+        f"SELECT rowid FROM {fts} WHERE {fts} MATCH ? ORDER BY rowid DESC LIMIT 1 OFFSET ?",
+        [scope + f"({match})", match_budget - 1],
+    ).fetchone()
+    return ranking(match, 0 if latest is None else int(latest[0]))
 
 
 def _capped_counts(
     conn: sqlite3.Connection, fts: str, expressions: Sequence[str], cap: int
 ) -> list[int]:
-    """How many documents (of all agents: that is what scoring walks) match each FTS
-    expression, counted no further than `cap`: cheap even for a term found everywhere."""
+    """How many documents match each FTS expression, counted no further than `cap`: cheap
+    even for a term found everywhere."""
+    if not expressions:
+        return []
     counter = f"(SELECT COUNT(*) FROM (SELECT 1 FROM {fts} WHERE {fts} MATCH ? LIMIT ?))"
     row = conn.execute(
         "SELECT " + ", ".join([counter] * len(expressions)),

@@ -1,7 +1,7 @@
 """Memory quality as a user meets it: a real proxy process, the public HTTP API, the openai SDK.
 
     python -m tests.benchmarks.eval_memory [--datasets longmemeval locomo generic]
-        [--modes transcript distilled] [--limit N] [--setting NAME=VALUE ...]
+        [--modes transcript distilled] [--limit N] [--setting NAME=VALUE ...] [--neighbour N]
         [--out EVAL.md] [--dump blocks.jsonl]
 
 For each mode (transcript only: `skip_extraction: true`; with distillation: the proxy's
@@ -174,6 +174,19 @@ def longmemeval_data(
     return histories, probes
 
 
+NEIGHBOUR = "neighbour"
+
+
+def neighbour_history(turns: int, today: date) -> History:
+    """One big agent beside the evaluated ones: up to `turns` of LongMemEval's haystack
+    conversations, 500 to a session. Its words must not change what the others get."""
+    pairs = [pair for q in longmemeval.load() for s in q.sessions for pair in s.exchanges()]
+    pairs = pairs[:turns]
+    when = datetime(today.year, today.month, today.day, tzinfo=UTC) - timedelta(days=30)
+    return History(NEIGHBOUR, [Session(f"n{n}", when, pairs[n : n + 500])
+                               for n in range(0, len(pairs), 500)])
+
+
 def locomo_pairs(session: locomo.LocomoSession) -> list[tuple[str, str]]:
     """Consecutive utterances as (user, assistant), each "speaker: text" (the form the
     benchmark's own BM25 indexes)."""
@@ -305,10 +318,16 @@ class Run:
     ask_seconds: float = 0.0
     messages_added_by_asking: int = 0
     sections: dict[str, float] = field(default_factory=dict)
+    neighbour_turns: int = 0  # a big agent beside the evaluated ones (--neighbour)
 
 
 def run_plan(
-    plan: Plan, mode: str, settings: dict[str, str], progress: Progress, dump: TextIO | None
+    plan: Plan,
+    mode: str,
+    settings: dict[str, str],
+    progress: Progress,
+    dump: TextIO | None,
+    neighbour: History | None = None,
 ) -> Run:
     label, skip_extraction = MODES[mode]
     run = Run(plan.dataset, mode)
@@ -323,6 +342,8 @@ def run_plan(
         task = progress.add_task(f"{name}: ingest",
                                  total=sum(len(h.sessions) for h in plan.histories))
         started = time.perf_counter()
+        if neighbour is not None:
+            run.neighbour_turns = ingest(url, [neighbour], skip_extraction=True)
         run.turns = ingest(url, plan.histories, skip_extraction=skip_extraction,
                            advance=lambda: progress.advance(task))
         run.ingest_seconds = time.perf_counter() - started
@@ -405,7 +426,8 @@ def rich_table(title: str, header: Sequence[str], body: Sequence[Sequence[str]])
 
 
 def run_title(run: Run) -> str:
-    return f"{run.dataset}, {MODES[run.mode][0]}"
+    beside = f", beside an agent of {run.neighbour_turns:,} turns" if run.neighbour_turns else ""
+    return f"{run.dataset}, {MODES[run.mode][0]}{beside}"
 
 
 def run_cells(run: Run) -> list[list[str]]:
@@ -538,6 +560,9 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--setting", action="append", type=parse_setting, default=[],
                         metavar="NAME=VALUE",
                         help="a proxy setting, e.g. relevance_gate_mode=off (repeatable)")
+    parser.add_argument("--neighbour", type=int, default=0, metavar="TURNS",
+                        help="first ingest an agent of this many LongMemEval turns beside "
+                             "the evaluated ones (isolation of their rankings)")
     parser.add_argument("--out", default="EVAL.md", help="the Markdown report ('' for none)")
     parser.add_argument("--dump", default="",
                         help="also write every question's block and verdicts (JSON Lines)")
@@ -561,7 +586,9 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
         progress = stack.enter_context(Progress(*columns, console=console))
         for mode in options.modes:
             for plan in todo:
-                runs.append(run_plan(plan, mode, settings, progress, dump))
+                neighbour = (neighbour_history(options.neighbour, datetime.now(UTC).date())
+                             if options.neighbour else None)
+                runs.append(run_plan(plan, mode, settings, progress, dump, neighbour))
     seconds = time.perf_counter() - started
 
     lines = render(runs, console)
