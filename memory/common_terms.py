@@ -60,6 +60,10 @@ class CommonTerms:
         return common
 
 
+    def forget(self, agent_id: str) -> None:
+        self._measured.pop(agent_id, None)
+
+
 def common_words(messages: Sequence[str]) -> frozenset[str]:
     if len(messages) < MIN_SAMPLE:
         return frozenset()

@@ -63,6 +63,12 @@ class DebounceScheduler:
             timer.cancel()
         await self._guarded(key, run)
 
+    def forget(self, agent_id: str) -> None:
+        """Disarm every session of the agent (it is being forgotten)."""
+        for key in [k for k in self._timers if k[0] == agent_id]:
+            self._timers.pop(key).cancel()
+        self._active_session.pop(agent_id, None)
+
     @property
     def armed(self) -> int:
         return len(self._timers)

@@ -16,6 +16,7 @@ import hashlib
 import logging
 import time
 from collections import defaultdict
+from collections.abc import AsyncIterator
 
 import numpy as np
 
@@ -68,6 +69,12 @@ class EmbeddingWorker:
         if total and flush:
             await self.vectors.flush()
         return total
+
+    @contextlib.asynccontextmanager
+    async def paused(self) -> AsyncIterator[None]:
+        """No batch is embedded while inside (one in flight is finished first)."""
+        async with self._drain_lock:
+            yield
 
     async def _embed_pending(self) -> int:
         async with self._drain_lock:

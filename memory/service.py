@@ -322,6 +322,19 @@ class Memory:
             agent_id, kind=kind, status=status, text=text, limit=limit, after_id=after_id
         )
 
+    async def forget_agent(self, agent_id: str) -> dict[str, int] | None:
+        """Forget the agent completely: every row, full-text entry, vector and index file,
+        and the pages that held its text. Returns what was deleted (None: unknown agent)."""
+        self._writer.scheduler.forget(agent_id)
+        async with self._worker.paused():
+            forgotten = await self.store.forget_agent(agent_id)
+            await self._vectors.forget(agent_id)
+        self._retriever.common_terms.forget(agent_id)
+        self._measured.pop(agent_id, None)
+        if forgotten is not None:
+            log.info("forgot agent %s: %s", agent_id, forgotten)
+        return forgotten
+
     async def audit(self, agent_id: str, action: str, by: str) -> None:
         """Note in the agent's processing log who changed its memory through the API."""
         await self.store.log_event(agent_id, "api_change", {"action": action, "by": by})

@@ -133,6 +133,13 @@ class VectorIndexes:
                     await asyncio.to_thread(self._save, agent_id, loaded.index)
                     loaded.dirty = False
 
+    async def forget(self, agent_id: str) -> None:
+        """Drop the agent's index from memory and its files from disk."""
+        async with self._loading:
+            self._loaded.pop(agent_id, None)
+            for path in self.paths(agent_id):
+                path.unlink(missing_ok=True)
+
     async def _get(self, agent_id: str) -> _Loaded:
         loaded = self._loaded.get(agent_id)
         if loaded is not None:

@@ -105,14 +105,17 @@ def authorize(request: Request[Any, Any, Any], agent_id: str | None) -> Caller:
 
 
 async def record_change(
-    request: Request[Any, Any, Any], memory: Memory, agent_id: str | None
+    request: Request[Any, Any, Any], memory: Memory, agent_id: str | None,
+    *, forgotten: str | None = None,
 ) -> None:
     """A memory route that changes something, in the agent's processing log with the key
-    that asked (every agent's: the server log only)."""
+    that asked (every agent's, or one forgotten, which keeps no log: the server log)."""
     who = caller(request)
     action = f"{request.method} {request.url.path}"
     if agent_id is not None:
         await memory.audit(agent_id, action, who.name)
+    elif forgotten is not None:
+        audit.info("%s by %s: agent forgotten", action, who.name)
     else:
         audit.info("%s by %s for every agent", action, who.name)
 

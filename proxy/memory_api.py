@@ -16,6 +16,7 @@ from litestar import Request, post, route
 from litestar.di import NamedDependency
 from litestar.params import JSONBody, PathParameter, QueryParameter
 
+from mnemoproxy.errors import NotFound
 from mnemoproxy.gate import looks_like_instructions
 from mnemoproxy.memory import SCOPES, Turn
 from mnemoproxy.proxy.access import authorize, caller, record_change
@@ -182,6 +183,24 @@ async def agent_facts(
     }
 
 
+@route("/agents/{agent_id:str}", http_method=["DELETE"], status_code=200)
+async def forget_agent(
+    request: Request[Any, Any, Any],
+    agent_id: Annotated[str, PathParameter(max_length=MAX_ID_CHARS)],
+    services: NamedDependency[Services],
+) -> Any:
+    """Forget the agent completely (rows, search entries, vectors, index files); there is
+    no undo. What was deleted is answered; the server's audit log keeps who asked."""
+    agent_id = normalised_id(agent_id)
+    authorize(request, agent_id)
+    memory, _ = services.require_memory()
+    forgotten = await memory.forget_agent(agent_id)
+    if forgotten is None:
+        raise NotFound(f"memory holds no agent {agent_id!r}", param="agent_id")
+    await record_change(request, memory, None, forgotten=agent_id)
+    return {"agent_id": agent_id, "forgotten": forgotten}
+
+
 @post("/memory/search", status_code=200)
 async def memory_search(
     request: Request[Any, Any, Any], data: JSONBody[SearchBody],
@@ -248,5 +267,6 @@ async def retry_dead_letters(
 
 
 MEMORY_ROUTES = [
-    ingest, agents, agent_facts, memory_search, preview, consolidate_now, retry_dead_letters
+    ingest, agents, agent_facts, forget_agent, memory_search, preview, consolidate_now,
+    retry_dead_letters,
 ]

@@ -25,6 +25,7 @@ from typing import Any
 from mnemoproxy.memory.store.cipher import Cipher
 from mnemoproxy.memory.store.db import PLAIN, Database
 from mnemoproxy.memory.store.distillations import DistillationQueries
+from mnemoproxy.memory.store.forget import ForgetQueries
 from mnemoproxy.memory.store.items import ItemQueries
 from mnemoproxy.memory.store.maintenance import MaintenanceQueries
 from mnemoproxy.memory.store.retrieval import RetrievalQueries
@@ -34,6 +35,7 @@ from mnemoproxy.memory.store.turns import TurnQueries
 
 
 class Store(
+    ForgetQueries,
     SessionQueries,
     TurnQueries,
     DistillationQueries,
