@@ -335,6 +335,15 @@ class Memory:
             log.info("forgot agent %s: %s", agent_id, forgotten)
         return forgotten
 
+    async def export_agent(self, agent_id: str) -> list[dict[str, Any]] | None:
+        """The agent's memory as export records (memory/store/portable.py), vectors aside;
+        None for an agent memory has never seen."""
+        return await self.store.export_agent(agent_id)
+
+    async def import_agent(self, agent_id: str, records: list[dict[str, Any]]) -> dict[str, int]:
+        """Merge export records into the agent; what is new is embedded in the background."""
+        return await self.store.import_agent(agent_id, records)
+
     async def audit(self, agent_id: str, action: str, by: str) -> None:
         """Note in the agent's processing log who changed its memory through the API."""
         await self.store.log_event(agent_id, "api_change", {"action": action, "by": by})

@@ -39,6 +39,8 @@ audit = logging.getLogger("mnemoproxy.audit")
 LOOPBACK_NAMES = frozenset({"localhost", "127.0.0.1", "::1"})
 _BODY_METHODS = frozenset({"POST", "PUT", "PATCH"})
 _OPEN_PATHS = frozenset({"/health"})
+# JSON, and JSON Lines (imports): none of them can be sent cross-site without a preflight.
+_JSON_TYPES = frozenset({"application/json", "application/x-ndjson", "application/jsonl"})
 
 
 @dataclass(frozen=True)
@@ -175,7 +177,7 @@ def guard(settings: Settings, keys: KeyFile) -> Any:
                 "transfer-encoding" in headers)
             if json_route and scope.get("method") in _BODY_METHODS and has_body:
                 media = headers.get("content-type", "").split(";", 1)[0].strip().lower()
-                if media != "application/json" and not media.endswith("+json"):
+                if media not in _JSON_TYPES and not media.endswith("+json"):
                     raise UnsupportedMediaType(
                         f"send the body as JSON with Content-Type: application/json (got "
                         f"{media or 'none'!r})", param="Content-Type",

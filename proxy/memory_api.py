@@ -7,16 +7,17 @@ OpenAI's shape naming the field (proxy/errors.py).
 
 from __future__ import annotations
 
+import json
 from dataclasses import asdict
 from datetime import UTC, datetime
 from typing import Annotated, Any, Literal
 
 import msgspec
-from litestar import Request, post, route
+from litestar import Request, Response, post, route
 from litestar.di import NamedDependency
 from litestar.params import JSONBody, PathParameter, QueryParameter
 
-from mnemoproxy.errors import NotFound
+from mnemoproxy.errors import InvalidArgument, NotFound
 from mnemoproxy.gate import looks_like_instructions
 from mnemoproxy.memory import SCOPES, Turn
 from mnemoproxy.proxy.access import authorize, caller, record_change
@@ -201,6 +202,49 @@ async def forget_agent(
     return {"agent_id": agent_id, "forgotten": forgotten}
 
 
+JSON_LINES = "application/x-ndjson"
+
+
+@route("/agents/{agent_id:str}/export", http_method=["GET"])
+async def export_agent(
+    request: Request[Any, Any, Any],
+    agent_id: Annotated[str, PathParameter(max_length=MAX_ID_CHARS)],
+    services: NamedDependency[Services],
+) -> Response[bytes]:
+    """Everything of the agent but vectors, as JSON Lines (see memory/store/portable.py)."""
+    agent_id = normalised_id(agent_id)
+    authorize(request, agent_id)
+    memory, _ = services.require_memory()
+    records = await memory.export_agent(agent_id)
+    if records is None:
+        raise NotFound(f"memory holds no agent {agent_id!r}", param="agent_id")
+    body = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records)
+    return Response(body.encode(), media_type=JSON_LINES)
+
+
+@route("/agents/{agent_id:str}/import", http_method=["POST"], status_code=200)
+async def import_agent(
+    request: Request[Any, Any, Any],
+    agent_id: Annotated[str, PathParameter(max_length=MAX_ID_CHARS)],
+    services: NamedDependency[Services],
+) -> Any:
+    """Merge an export (JSON Lines) into the agent, which is created when new."""
+    agent_id = normalised_id(agent_id)
+    authorize(request, agent_id)
+    memory, _ = services.require_memory()
+    records = []
+    for number, line in enumerate((await request.body()).splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            records.append(json.loads(line))
+        except (ValueError, RecursionError):
+            raise InvalidArgument(f"line {number} is not JSON", param="body") from None
+    added = await memory.import_agent(agent_id, records)
+    await record_change(request, memory, agent_id)
+    return {"agent_id": agent_id, "added": added}
+
+
 @post("/memory/search", status_code=200)
 async def memory_search(
     request: Request[Any, Any, Any], data: JSONBody[SearchBody],
@@ -267,6 +311,6 @@ async def retry_dead_letters(
 
 
 MEMORY_ROUTES = [
-    ingest, agents, agent_facts, forget_agent, memory_search, preview, consolidate_now,
-    retry_dead_letters,
+    ingest, agents, agent_facts, forget_agent, export_agent, import_agent, memory_search,
+    preview, consolidate_now, retry_dead_letters,
 ]

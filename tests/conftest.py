@@ -9,6 +9,7 @@ from mnemoproxy.memory import Memory
 from mnemoproxy.memory.embedders import HashingEmbedder
 from mnemoproxy.memory.store import Store
 from tests.fake_upstream import FakeUpstream
+from tests.memory_client import memory_settings
 from tests.proxy_server import ProxyServer, make_settings
 
 
@@ -33,6 +34,13 @@ def proxy(fake_upstream: FakeUpstream, tmp_path) -> Iterator[ProxyServer]:
         upstream_url=fake_upstream.base_url, data_dir=str(tmp_path / "data"), enabled=False
     )
     with ProxyServer(settings) as server:
+        yield server
+
+
+@pytest.fixture
+def memory_proxy(fake_upstream: FakeUpstream, tmp_path) -> Iterator[ProxyServer]:
+    """A memory-enabled proxy (its own data_dir) in front of the fake upstream."""
+    with ProxyServer(memory_settings(fake_upstream, tmp_path)) as server:
         yield server
 
 

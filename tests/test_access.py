@@ -132,8 +132,8 @@ def test_health_is_open_but_details_need_an_admin_key(keyed):
     assert detailed["memory"]["agents"] == 1
 
 
-def test_cross_site_requests_are_refused(memory_proxy_unkeyed):
-    server = memory_proxy_unkeyed
+def test_cross_site_requests_are_refused(memory_proxy):
+    server = memory_proxy
     ingest = {"agent_id": AGENT, "conversation_id": "c",
               "turns": [{"user": "I like tea.", "assistant": "Noted."}]}
     plain = httpx.post(server.url + "/memory/ingest", content=json.dumps(ingest),
@@ -170,12 +170,6 @@ def test_a_reachable_proxy_without_keys_refuses_to_start(fake_upstream, tmp_path
     KeyFile(tmp_path / "keys.json").add(agents=None, admin=True)
     create_app(memory_settings(fake_upstream, tmp_path, host="0.0.0.0",
                                keys_file=str(tmp_path / "keys.json")))
-
-
-@pytest.fixture
-def memory_proxy_unkeyed(fake_upstream: FakeUpstream, tmp_path: Path):
-    with ProxyServer(memory_settings(fake_upstream, tmp_path)) as server:
-        yield server
 
 
 def test_memory_on_disk_is_for_its_owner_only(fake_upstream, tmp_path):

@@ -6,7 +6,6 @@ import json
 import logging
 import re
 import time
-from collections.abc import Iterator
 from typing import Any
 
 import httpx
@@ -14,7 +13,6 @@ import pytest
 
 from mnemoproxy.gate import ReadPath
 from mnemoproxy.proxy.chat_memory import open_memory
-from tests.fake_upstream import FakeUpstream
 from tests.memory_client import (
     memory_settings,
     post,
@@ -25,12 +23,6 @@ from tests.memory_client import (
 )
 from tests.proxy_server import ProxyServer
 from tests.test_sse import MALFORMED_DELTAS
-
-
-@pytest.fixture
-def memory_proxy(fake_upstream: FakeUpstream, tmp_path) -> Iterator[ProxyServer]:
-    with ProxyServer(memory_settings(fake_upstream, tmp_path)) as server:
-        yield server
 
 
 def test_chat_turns_become_facts_after_debounce(memory_proxy, fake_upstream):

@@ -28,6 +28,7 @@ from mnemoproxy.memory.store.distillations import DistillationQueries
 from mnemoproxy.memory.store.forget import ForgetQueries
 from mnemoproxy.memory.store.items import ItemQueries
 from mnemoproxy.memory.store.maintenance import MaintenanceQueries
+from mnemoproxy.memory.store.portable import PortableQueries
 from mnemoproxy.memory.store.retrieval import RetrievalQueries
 from mnemoproxy.memory.store.schema import MIGRATIONS, Migration
 from mnemoproxy.memory.store.sessions import SessionQueries
@@ -36,6 +37,7 @@ from mnemoproxy.memory.store.turns import TurnQueries
 
 class Store(
     ForgetQueries,
+    PortableQueries,
     SessionQueries,
     TurnQueries,
     DistillationQueries,

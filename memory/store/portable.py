@@ -1,0 +1,236 @@
+"""Store SQL for carrying an agent's memory out and back in: JSON Lines records.
+
+One record per line, each with its `type`: the agent, its sessions (each with its verbatim
+messages), facts (current and history, soft-deleted ones too), episodes and entities.
+Vectors are not carried: they are derived, and the embedding worker rebuilds them. Row ids
+never leave the store: a fact is referred to by its position among the agent's facts
+(`ref`), a session by its key, so exporting an import gives the same lines again.
+
+Importing merges: sessions by key, messages by (session, turn, role), facts by (kind,
+content, valid_from), episodes by (session, summary, created_at), entities by name; what
+is already there is kept, so importing the same file twice adds nothing.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from typing import Any
+
+from mnemoproxy.errors import InvalidArgument
+from mnemoproxy.memory.store.db import Database, require_agent
+
+_FACT_COLUMNS = ("kind", "slot", "content", "tags_json", "salience", "source_count",
+                 "use_count", "last_used", "valid_from", "valid_to", "created_at",
+                 "updated_at", "deleted_at", "promoted_at")
+_EPISODE_COLUMNS = ("summary", "topics_json", "entities_json", "decisions_json",
+                    "action_items_json", "salience", "started_at", "ended_at", "created_at",
+                    "use_count", "last_used", "deleted_at")
+_ENTITY_COLUMNS = ("name", "mention_count", "first_seen", "last_seen")
+
+
+class PortableQueries(Database):
+    async def export_agent(self, agent_id: str) -> list[dict[str, Any]] | None:
+        """Every record of the agent, in a stable order (None: no such agent)."""
+        require_agent(agent_id)
+
+        def read(conn: Any) -> list[dict[str, Any]] | None:
+            agent = conn.execute(
+                "SELECT created_at, last_active FROM agents WHERE id = ?", (agent_id,)
+            ).fetchone()
+            if agent is None:
+                return None
+            out: list[dict[str, Any]] = [
+                {"type": "agent", "created_at": agent[0], "last_active": agent[1]}]
+            keys: dict[int, str] = {}
+            for s in conn.execute(
+                "SELECT id, session_key, started_at, last_turn_at, distilled_at FROM sessions "
+                "WHERE agent_id = ? ORDER BY id", (agent_id,)
+            ).fetchall():
+                keys[s[0]] = s[1]
+                messages = [
+                    {"turn_index": m[0], "role": m[1], "content": m[2], "at": m[3]}
+                    for m in conn.execute(
+                        "SELECT turn_index, role, content, at FROM transcript WHERE agent_id = ? "
+                        "AND session_id = ? ORDER BY turn_index, role DESC", (agent_id, s[0]))
+                ]
+                out.append({"type": "session", "key": s[1], "started_at": s[2],
+                            "last_turn_at": s[3], "distilled_at": s[4], "messages": messages})
+            facts = conn.execute(
+                f"SELECT id, superseded_by, source_session_id, {', '.join(_FACT_COLUMNS)} "
+                "FROM facts WHERE agent_id = ? ORDER BY id", (agent_id,)).fetchall()
+            refs = {row[0]: n for n, row in enumerate(facts, start=1)}
+            for row in facts:
+                record = {"type": "fact", "ref": refs[row[0]],
+                          "superseded_by": refs.get(row[1]), "session": keys.get(row[2])}
+                record.update(_columns(_FACT_COLUMNS, row[3:]))
+                out.append(record)
+            for row in conn.execute(
+                f"SELECT session_id, {', '.join(_EPISODE_COLUMNS)} FROM episodes "
+                "WHERE agent_id = ? ORDER BY id", (agent_id,)
+            ).fetchall():
+                out.append({"type": "episode", "session": keys.get(row[0]),
+                            **_columns(_EPISODE_COLUMNS, row[1:])})
+            for row in conn.execute(
+                f"SELECT {', '.join(_ENTITY_COLUMNS)} FROM entities WHERE agent_id = ? "
+                "ORDER BY name", (agent_id,)
+            ).fetchall():
+                out.append({"type": "entity", **_columns(_ENTITY_COLUMNS, row)})
+            return out
+
+        return await self._read(read)
+
+    async def import_agent(
+        self, agent_id: str, records: Iterable[dict[str, Any]]
+    ) -> dict[str, int]:
+        """Merge exported records into the agent (created when new), in one transaction.
+        Returns how many of each kind were added."""
+        require_agent(agent_id)
+        added = {"sessions": 0, "messages": 0, "facts": 0, "episodes": 0, "entities": 0}
+        by_type: dict[str, list[dict[str, Any]]] = {}
+        for record in records:
+            by_type.setdefault(str(record.get("type")), []).append(record)
+        unknown = set(by_type) - set(_REQUIRED)
+        if unknown:
+            raise InvalidArgument(f"unknown record type {sorted(unknown)[0]!r}", param="type")
+        for kind, given in by_type.items():
+            for position, record in enumerate(given):
+                _check(kind, position, record, _REQUIRED[kind])
+                if kind == "session":
+                    for m, message in enumerate(record.get("messages") or []):
+                        _check("message", m, message, _MESSAGE)
+                        if message["role"] not in ("user", "assistant"):
+                            raise InvalidArgument("a message's role is user or assistant",
+                                                  param="messages.role")
+                if kind == "fact" and record["kind"] not in ("pinned", "identity"):
+                    raise InvalidArgument("a fact's kind is pinned or identity", param="kind")
+        agent = (by_type.get("agent") or [{}])[0]
+        try:
+            async with self._write() as db:
+                first = agent.get("created_at") or min(
+                    (s["started_at"] for s in by_type.get("session", [])), default=0.0)
+                await db.execute(
+                    "INSERT INTO agents (id, created_at, last_active) VALUES (?, ?, ?) "
+                    "ON CONFLICT (id) DO UPDATE SET created_at = MIN(created_at, "
+                    "excluded.created_at), last_active = MAX(last_active, excluded.last_active)",
+                    (agent_id, first, agent.get("last_active") or first))
+                sessions: dict[str, int] = {}
+                for s in by_type.get("session", []):
+                    cursor = await db.execute(
+                        "INSERT INTO sessions (agent_id, session_key, started_at, last_turn_at, "
+                        "distilled_at) VALUES (?, ?, ?, ?, ?) ON CONFLICT (agent_id, "
+                        "session_key) DO NOTHING RETURNING id",
+                        (agent_id, s["key"], s["started_at"], s.get("last_turn_at"),
+                         s.get("distilled_at")))
+                    row = await cursor.fetchone()
+                    if row is None:
+                        cursor = await db.execute(
+                            "SELECT id FROM sessions WHERE agent_id = ? AND session_key = ?",
+                            (agent_id, s["key"]))
+                        row = await cursor.fetchone()
+                    else:
+                        added["sessions"] += 1
+                    assert row is not None
+                    sessions[s["key"]] = row[0]
+                    cursor = await db.executemany(
+                        "INSERT OR IGNORE INTO transcript (agent_id, session_id, turn_index, "
+                        "role, content, at) VALUES (?, ?, ?, ?, ?, ?)",
+                        [(agent_id, row[0], m["turn_index"], m["role"], m["content"], m["at"])
+                         for m in s.get("messages", [])])
+                    added["messages"] += max(cursor.rowcount, 0)
+                ids: dict[int, int] = {}
+                for f in by_type.get("fact", []):
+                    cursor = await db.execute(
+                        "SELECT id FROM facts WHERE agent_id = ? AND kind = ? AND content = ? "
+                        "AND valid_from = ?", (agent_id, f["kind"], f["content"], f["valid_from"]))
+                    row = await cursor.fetchone()
+                    if row is None:
+                        cursor = await db.execute(
+                            f"INSERT INTO facts (agent_id, source_session_id, "
+                            f"{', '.join(_FACT_COLUMNS)}) VALUES (?, ?, "
+                            f"{', '.join('?' * len(_FACT_COLUMNS))}) RETURNING id",
+                            (agent_id, sessions.get(f.get("session") or ""),
+                             *_values(_FACT_COLUMNS, f)))
+                        row = await cursor.fetchone()
+                        added["facts"] += 1
+                    assert row is not None
+                    ids[f["ref"]] = row[0]
+                for f in by_type.get("fact", []):
+                    later = ids.get(f.get("superseded_by"))  # type: ignore[arg-type]
+                    if later is not None:
+                        await db.execute(
+                            "UPDATE facts SET superseded_by = ? WHERE id = ? "
+                            "AND superseded_by IS NULL", (later, ids[f["ref"]]))
+                for e in by_type.get("episode", []):
+                    session_id = sessions.get(e.get("session") or "")
+                    cursor = await db.execute(
+                        "SELECT 1 FROM episodes WHERE agent_id = ? AND session_id IS ? "
+                        "AND summary = ? AND created_at = ?",
+                        (agent_id, session_id, e["summary"], e["created_at"]))
+                    if await cursor.fetchone() is None:
+                        await db.execute(
+                            f"INSERT INTO episodes (agent_id, session_id, "
+                            f"{', '.join(_EPISODE_COLUMNS)}) VALUES (?, ?, "
+                            f"{', '.join('?' * len(_EPISODE_COLUMNS))})",
+                            (agent_id, session_id, *_values(_EPISODE_COLUMNS, e)))
+                        added["episodes"] += 1
+                for entity in by_type.get("entity", []):
+                    cursor = await db.execute(
+                        "SELECT 1 FROM entities WHERE agent_id = ? AND name = ?",
+                        (agent_id, entity["name"]))
+                    added["entities"] += await cursor.fetchone() is None
+                    await db.execute(
+                        "INSERT INTO entities (agent_id, name, mention_count, first_seen, "
+                        "last_seen) VALUES (?, ?, ?, ?, ?) ON CONFLICT (agent_id, name) DO "
+                        "UPDATE SET mention_count = MAX(mention_count, excluded.mention_count), "
+                        "first_seen = MIN(first_seen, excluded.first_seen), "
+                        "last_seen = MAX(last_seen, excluded.last_seen)",
+                        (agent_id, entity["name"], entity.get("mention_count") or 0,
+                         entity["first_seen"], entity["last_seen"]))
+        except (KeyError, TypeError, ValueError) as exc:
+            raise InvalidArgument(
+                f"an import record is missing or has a bad field: {exc!r}; import what "
+                "GET /agents/{id}/export wrote", param="records") from exc
+        if added["messages"] or added["facts"] or added["episodes"]:
+            self.content_changed.set()
+        return added
+
+
+# The fields each record type must carry, and their types.
+_NUMBER = (int, float)
+_REQUIRED: dict[str, dict[str, Any]] = {
+    "agent": {},
+    "session": {"key": str, "started_at": _NUMBER, "messages": list},
+    "fact": {"ref": int, "kind": str, "content": str, "valid_from": _NUMBER,
+             "created_at": _NUMBER, "updated_at": _NUMBER},
+    "episode": {"summary": str, "created_at": _NUMBER},
+    "entity": {"name": str, "first_seen": _NUMBER, "last_seen": _NUMBER},
+}
+_MESSAGE = {"turn_index": int, "role": str, "content": str, "at": _NUMBER}
+
+
+def _check(kind: str, n: int, record: Any, fields: dict[str, Any]) -> None:
+    if not isinstance(record, dict):
+        raise InvalidArgument(f"{kind} record {n} is not an object", param=kind)
+    for name, wanted in fields.items():
+        value = record.get(name)
+        if not isinstance(value, wanted) or isinstance(value, bool):
+            what = getattr(wanted, "__name__", "number")
+            raise InvalidArgument(
+                f"{kind} record {n}: {name!r} is missing or not a {what}", param=name)
+
+
+def _columns(names: tuple[str, ...], values: Iterable[Any]) -> dict[str, Any]:
+    """Columns as an export shows them: JSON columns as their values, not as text."""
+    out = {}
+    for name, value in zip(names, values, strict=True):
+        if name.endswith("_json"):
+            out[name.removesuffix("_json")] = json.loads(value)
+        else:
+            out[name] = value
+    return out
+
+
+def _values(names: tuple[str, ...], record: dict[str, Any]) -> list[Any]:
+    return [json.dumps(record.get(name.removesuffix("_json"), []))
+            if name.endswith("_json") else record.get(name) for name in names]
