@@ -237,9 +237,12 @@ async def import_agent(
         if not line.strip():
             continue
         try:
-            records.append(json.loads(line))
+            record = json.loads(line)
         except (ValueError, RecursionError):
             raise InvalidArgument(f"line {number} is not JSON", param="body") from None
+        if not isinstance(record, dict):
+            raise InvalidArgument(f"line {number} is not a JSON object", param="body")
+        records.append(record)
     added = await memory.import_agent(agent_id, records)
     await record_change(request, memory, agent_id)
     return {"agent_id": agent_id, "added": added}

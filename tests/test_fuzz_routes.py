@@ -8,6 +8,7 @@ import json
 import os
 from collections.abc import Iterator
 from typing import Any
+from urllib.parse import quote
 
 import httpx
 import pytest
@@ -118,7 +119,34 @@ def test_any_bytes_never_get_a_server_error(server: ProxyServer, path: str) -> N
     check()
 
 
+# Import records: each type with any values in its fields, or anything at all.
+records = st.fixed_dictionaries(
+    {"type": st.sampled_from(["agent", "session", "fact", "episode", "entity"]) | texts},
+    optional={name: json_values for name in (
+        "key", "started_at", "messages", "ref", "kind", "content", "valid_from", "created_at",
+        "updated_at", "superseded_by", "session", "summary", "name", "first_seen",
+        "last_seen", "tags", "salience")},
+) | json_values
+
+
+def test_imports_of_any_records_never_get_a_server_error(server: ProxyServer) -> None:
+    @settings(max_examples=EXAMPLES, deadline=None, database=None,
+              suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+    @given(lines=st.lists(records, max_size=6), agent=st.text(min_size=1, max_size=20))
+    def check(lines: list[Any], agent: str) -> None:
+        body = "\n".join(json.dumps(line, allow_nan=True) for line in lines).encode()
+        response = httpx.post(f"{server.url}/agents/{quote(agent, safe='')}/import",
+                              content=body, headers={"content-type": "application/x-ndjson"},
+                              timeout=30)
+        assert_not_a_server_error(response)
+        exported = httpx.get(f"{server.url}/agents/{quote(agent, safe='')}/export", timeout=30)
+        assert_not_a_server_error(exported)
+
+    check()
+
+
 def test_the_server_still_serves_after_the_fuzzing(server: ProxyServer) -> None:
     assert httpx.get(server.url + "/health").status_code == 200
-    for route in ("/agents", "/agents/fuzz/facts"):
+    for route in ("/agents", "/agents/fuzz/facts", "/agents/fuzz/export"):
         assert_not_a_server_error(httpx.get(server.url + route))
+    assert_not_a_server_error(httpx.delete(server.url + "/agents/fuzz"))
