@@ -30,7 +30,7 @@ from mnemoproxy.memory.distill.rules import RuleDistiller, assign_slots
 from mnemoproxy.memory.embedders import Embedder, make_embedder
 from mnemoproxy.memory.embedding_worker import EmbeddingWorker
 from mnemoproxy.memory.model_server import CoreModel, CoreModelClient, JsonClient
-from mnemoproxy.memory.models import Kind, Turn
+from mnemoproxy.memory.models import FactDraft, Kind, Turn
 from mnemoproxy.memory.search import (
     DEFAULT_FUSION,
     DEFAULT_MMR_LAMBDA,
@@ -41,7 +41,7 @@ from mnemoproxy.memory.search import (
 from mnemoproxy.memory.store import Store
 from mnemoproxy.memory.store.cipher import Cipher
 from mnemoproxy.memory.store.db import require_agent
-from mnemoproxy.memory.store.records import Fact, item_type_of
+from mnemoproxy.memory.store.records import Episode, Fact, item_type_of
 from mnemoproxy.memory.vectors import VectorIndexes
 from mnemoproxy.memory.write_path import IngestResult, WritePath
 
@@ -321,6 +321,70 @@ class Memory:
         return await self.store.list_facts(
             agent_id, kind=kind, status=status, text=text, limit=limit, after_id=after_id
         )
+
+    # -- looking and fixing by hand (the management API) ---------------------------------
+
+    async def _known(self, agent_id: str) -> None:
+        if not await self.store.has_agent(agent_id):
+            raise NotFound(f"no agent {agent_id!r} in memory", param="agent_id")
+
+    async def agent(self, agent_id: str) -> dict[str, Any]:
+        """One agent's counts (as in `agents`) and identity facts."""
+        await self._known(agent_id)
+        summary = next(a for a in await self.store.agents_summary() if a["id"] == agent_id)
+        return {**summary, "identity": [f.content for f in await self.identity_facts(agent_id)]}
+
+    async def sessions(self, agent_id: str, *, limit: int, after_id: int) -> list[dict[str, Any]]:
+        await self._known(agent_id)
+        return await self.store.sessions_page(agent_id, limit=limit, after_id=after_id)
+
+    async def session_messages(self, agent_id: str, session_id: int) -> list[dict[str, Any]]:
+        await self._known(agent_id)
+        messages = await self.store.session_transcript(agent_id, session_id)
+        if not messages:
+            raise NotFound(f"agent {agent_id!r} has no session {session_id}", param="session_id")
+        return [{"turn_index": m.turn_index, "role": m.role, "content": m.content, "at": m.at}
+                for m in messages]
+
+    async def episodes(self, agent_id: str, *, limit: int, after_id: int) -> list[Episode]:
+        await self._known(agent_id)
+        return await self.store.episodes_page(agent_id, limit=limit, after_id=after_id)
+
+    async def add_fact(
+        self, agent_id: str, content: str, *, kind: str = "pinned", salience: float = 0.5
+    ) -> int:
+        """A fact stated by hand (the agent is created if new); returns its id."""
+        await self.store.ensure_agent(agent_id)
+        draft = FactDraft(content, kind, salience)  # type: ignore[arg-type]
+        return await self.store.insert_fact(agent_id, draft)
+
+    async def edit_fact(
+        self, agent_id: str, fact_id: int, *, content: str | None, salience: float | None
+    ) -> int:
+        """Change a current fact. New content supersedes it (the old text stays as history)
+        and the new fact's id is returned; a salience alone is set in place."""
+        current = await self.store.fact(agent_id, fact_id)
+        if current is None or current.valid_to is not None:
+            raise NotFound(f"agent {agent_id!r} has no current fact {fact_id}", param="fact_id")
+        if content is not None and content != current.content:
+            draft = FactDraft(content, current.kind,  # type: ignore[arg-type]
+                              current.salience if salience is None else salience,
+                              list(current.tags), current.slot)
+            return await self.store.supersede_fact(agent_id, fact_id, draft)
+        if salience is not None:
+            await self.store.set_fact_salience(agent_id, fact_id, salience)
+        return fact_id
+
+    async def delete_fact(self, agent_id: str, fact_id: int) -> None:
+        """Delete a fact by hand: reads no longer see it; the row stays as history."""
+        if not await self.store.delete_fact(agent_id, fact_id):
+            raise NotFound(f"agent {agent_id!r} has no fact {fact_id}", param="fact_id")
+
+    async def fact(self, agent_id: str, fact_id: int) -> Fact:
+        found = await self.store.fact(agent_id, fact_id)
+        if found is None:
+            raise NotFound(f"agent {agent_id!r} has no fact {fact_id}", param="fact_id")
+        return found
 
     async def forget_agent(self, agent_id: str) -> dict[str, int] | None:
         """Forget the agent completely: every row, full-text entry, vector and index file,

@@ -15,6 +15,7 @@ from mnemoproxy.config.settings import Settings
 from mnemoproxy.gate import ReadPath
 from mnemoproxy.memory import Memory
 from mnemoproxy.proxy.access import caller, guard, require_keys_off_loopback
+from mnemoproxy.proxy.agents_api import AGENT_ROUTES
 from mnemoproxy.proxy.body_deadline import body_deadline
 from mnemoproxy.proxy.chat import chat_completions
 from mnemoproxy.proxy.chat_memory import open_memory
@@ -80,7 +81,7 @@ def create_app(
                 await client.aclose()
 
     return Litestar(
-        route_handlers=[chat_completions, pass_through, health, *MEMORY_ROUTES],
+        route_handlers=[chat_completions, pass_through, health, *MEMORY_ROUTES, *AGENT_ROUTES],
         dependencies={"services": Provide(_services, sync_to_thread=False)},
         exception_handlers=EXCEPTION_HANDLERS,
         type_decoders=TYPE_DECODERS,

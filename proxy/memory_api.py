@@ -1,5 +1,6 @@
-"""The memory API: /memory/ingest, /memory/search, /memory/preview, /memory/consolidate,
-/agents and an agent's facts (/agents/{agent_id}/facts).
+"""The memory API: /memory/ingest, /memory/search, /memory/preview, /memory/consolidate and
+/memory/dead-letters/retry (an agent's memory, looked at and fixed by hand, is
+proxy/agents_api.py's).
 
 Bodies are typed (msgspec structs): Litestar validates them, and a bad one gets a 400 in
 OpenAI's shape naming the field (proxy/errors.py).
@@ -7,20 +8,18 @@ OpenAI's shape naming the field (proxy/errors.py).
 
 from __future__ import annotations
 
-import json
 from dataclasses import asdict
 from datetime import UTC, datetime
 from typing import Annotated, Any, Literal
 
 import msgspec
-from litestar import Request, Response, post, route
+from litestar import Request, post
 from litestar.di import NamedDependency
-from litestar.params import JSONBody, PathParameter, QueryParameter
+from litestar.params import JSONBody
 
-from mnemoproxy.errors import InvalidArgument, NotFound
 from mnemoproxy.gate import looks_like_instructions
 from mnemoproxy.memory import SCOPES, Turn
-from mnemoproxy.proxy.access import authorize, caller, record_change
+from mnemoproxy.proxy.access import authorize, record_change
 from mnemoproxy.proxy.ids import MAX_ID_CHARS, normalised_id
 from mnemoproxy.proxy.services import Services
 
@@ -30,7 +29,6 @@ FIRST_YEAR, LAST_YEAR = 1900, 2999
 
 Id = Annotated[str, msgspec.Meta(min_length=1, max_length=MAX_ID_CHARS, pattern=r"\S")]
 Scope = Literal["pinned", "identity", "episodes", "episode", "transcript"]
-FACTS_PAGE_LIMIT = 500
 
 
 class Moment(datetime):
@@ -133,121 +131,6 @@ async def ingest(
     }
 
 
-@route("/agents", http_method=["GET", "HEAD"])
-async def agents(request: Request[Any, Any, Any], services: NamedDependency[Services]) -> Any:
-    memory, _ = services.require_memory()
-    who = caller(request)
-    return {"agents": [a for a in await memory.agents() if who.may_use(a["id"])]}
-
-
-@route("/agents/{agent_id:str}/facts", http_method=["GET", "HEAD"])
-async def agent_facts(
-    request: Request[Any, Any, Any],
-    agent_id: Annotated[str, PathParameter(max_length=MAX_ID_CHARS)],
-    services: NamedDependency[Services],
-    kind: Annotated[Literal["identity", "pinned"] | None, QueryParameter()] = None,
-    status: Annotated[Literal["current", "superseded", "all"], QueryParameter()] = "current",
-    q: Annotated[str | None, QueryParameter(max_length=1000)] = None,
-    limit: Annotated[int, QueryParameter(ge=1, le=FACTS_PAGE_LIMIT)] = 100,
-    cursor: Annotated[int, QueryParameter(ge=0)] = 0,
-) -> Any:
-    """The agent's facts in the order they were stored, a page at a time: pass the answer's
-    `next_cursor` as `cursor` for the next page (null: no more)."""
-    agent_id = normalised_id(agent_id)
-    authorize(request, agent_id)
-    memory, _ = services.require_memory()
-    rows = await memory.facts(
-        agent_id, kind=kind, status=status, text=q, limit=limit, after_id=cursor
-    )
-    return {
-        "agent_id": agent_id,
-        "facts": [
-            {
-                "id": fact.id,
-                "kind": fact.kind,
-                "content": fact.content,
-                "flagged": looks_like_instructions(fact.content),
-                "status": "current" if fact.valid_to is None else "superseded",
-                "salience": fact.salience,
-                "source_count": fact.source_count,
-                "use_count": fact.use_count,
-                "conversation_id": conversation_id,
-                "valid_from": fact.valid_from,
-                "valid_to": fact.valid_to,
-                "superseded_by": fact.superseded_by,
-                "created_at": fact.created_at,
-                "updated_at": fact.updated_at,
-            }
-            for fact, conversation_id in rows
-        ],
-        "next_cursor": rows[-1][0].id if len(rows) == limit else None,
-    }
-
-
-@route("/agents/{agent_id:str}", http_method=["DELETE"], status_code=200)
-async def forget_agent(
-    request: Request[Any, Any, Any],
-    agent_id: Annotated[str, PathParameter(max_length=MAX_ID_CHARS)],
-    services: NamedDependency[Services],
-) -> Any:
-    """Forget the agent completely (rows, search entries, vectors, index files); there is
-    no undo. What was deleted is answered; the server's audit log keeps who asked."""
-    agent_id = normalised_id(agent_id)
-    authorize(request, agent_id)
-    memory, _ = services.require_memory()
-    forgotten = await memory.forget_agent(agent_id)
-    if forgotten is None:
-        raise NotFound(f"memory holds no agent {agent_id!r}", param="agent_id")
-    await record_change(request, memory, None, forgotten=agent_id)
-    return {"agent_id": agent_id, "forgotten": forgotten}
-
-
-JSON_LINES = "application/x-ndjson"
-
-
-@route("/agents/{agent_id:str}/export", http_method=["GET"])
-async def export_agent(
-    request: Request[Any, Any, Any],
-    agent_id: Annotated[str, PathParameter(max_length=MAX_ID_CHARS)],
-    services: NamedDependency[Services],
-) -> Response[bytes]:
-    """Everything of the agent but vectors, as JSON Lines (see memory/store/portable.py)."""
-    agent_id = normalised_id(agent_id)
-    authorize(request, agent_id)
-    memory, _ = services.require_memory()
-    records = await memory.export_agent(agent_id)
-    if records is None:
-        raise NotFound(f"memory holds no agent {agent_id!r}", param="agent_id")
-    body = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records)
-    return Response(body.encode(), media_type=JSON_LINES)
-
-
-@route("/agents/{agent_id:str}/import", http_method=["POST"], status_code=200)
-async def import_agent(
-    request: Request[Any, Any, Any],
-    agent_id: Annotated[str, PathParameter(max_length=MAX_ID_CHARS)],
-    services: NamedDependency[Services],
-) -> Any:
-    """Merge an export (JSON Lines) into the agent, which is created when new."""
-    agent_id = normalised_id(agent_id)
-    authorize(request, agent_id)
-    memory, _ = services.require_memory()
-    records = []
-    for number, line in enumerate((await request.body()).splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            record = json.loads(line)
-        except (ValueError, RecursionError):
-            raise InvalidArgument(f"line {number} is not JSON", param="body") from None
-        if not isinstance(record, dict):
-            raise InvalidArgument(f"line {number} is not a JSON object", param="body")
-        records.append(record)
-    added = await memory.import_agent(agent_id, records)
-    await record_change(request, memory, agent_id)
-    return {"agent_id": agent_id, "added": added}
-
-
 @post("/memory/search", status_code=200)
 async def memory_search(
     request: Request[Any, Any, Any], data: JSONBody[SearchBody],
@@ -313,7 +196,4 @@ async def retry_dead_letters(
     return {"status": "ok", "sessions": sessions, "turns": turns}
 
 
-MEMORY_ROUTES = [
-    ingest, agents, agent_facts, forget_agent, export_agent, import_agent, memory_search,
-    preview, consolidate_now, retry_dead_letters,
-]
+MEMORY_ROUTES = [ingest, memory_search, preview, consolidate_now, retry_dead_letters]

@@ -22,6 +22,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from mnemoproxy.memory.store.browse import BrowseQueries
 from mnemoproxy.memory.store.cipher import Cipher
 from mnemoproxy.memory.store.db import PLAIN, Database
 from mnemoproxy.memory.store.distillations import DistillationQueries
@@ -36,6 +37,7 @@ from mnemoproxy.memory.store.turns import TurnQueries
 
 
 class Store(
+    BrowseQueries,
     ForgetQueries,
     PortableQueries,
     SessionQueries,

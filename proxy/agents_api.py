@@ -1,0 +1,266 @@
+"""An agent's memory, looked at and fixed by hand: the agents, one agent's facts, sessions
+and episodes a page at a time, facts added, edited and deleted, the agent exported,
+imported and forgotten. Every route is agent-scoped (proxy/access.py decides who may) and
+every change lands in the agent's processing log with the key that made it.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Annotated, Any, Literal
+
+import msgspec
+from litestar import Request, Response, route
+from litestar.di import NamedDependency
+from litestar.params import JSONBody, PathParameter, QueryParameter
+
+from mnemoproxy.errors import InvalidArgument, NotFound
+from mnemoproxy.gate import looks_like_instructions
+from mnemoproxy.memory import Fact, Memory
+from mnemoproxy.proxy.access import authorize, caller, record_change
+from mnemoproxy.proxy.ids import MAX_ID_CHARS, normalised_id
+from mnemoproxy.proxy.services import Services
+
+PAGE_LIMIT = 500
+JSON_LINES = "application/x-ndjson"
+AgentId = Annotated[str, PathParameter(max_length=MAX_ID_CHARS)]
+Limit = Annotated[int, QueryParameter(ge=1, le=PAGE_LIMIT)]
+Cursor = Annotated[int, QueryParameter(ge=0)]
+ItemId = Annotated[int, PathParameter(ge=1)]
+Salience = Annotated[float, msgspec.Meta(ge=0.0, le=1.0)]
+Content = Annotated[str, msgspec.Meta(min_length=1, max_length=10_000, pattern=r"\S")]
+
+
+class NewFact(msgspec.Struct, forbid_unknown_fields=True):
+    content: Content
+    kind: Literal["pinned", "identity"] = "pinned"
+    salience: Salience = 0.5
+
+
+class FactEdit(msgspec.Struct, forbid_unknown_fields=True):
+    content: Content | None = None
+    salience: Salience | None = None
+
+
+def _agent_memory(
+    request: Request[Any, Any, Any], agent_id: str, services: Services
+) -> tuple[str, Memory]:
+    agent_id = normalised_id(agent_id)
+    authorize(request, agent_id)
+    memory, _ = services.require_memory()
+    return agent_id, memory
+
+
+def fact_view(fact: Fact, conversation_id: str | None = None) -> dict[str, Any]:
+    return {
+        "id": fact.id,
+        "kind": fact.kind,
+        "content": fact.content,
+        "flagged": looks_like_instructions(fact.content),
+        "status": "current" if fact.valid_to is None else "superseded",
+        "salience": fact.salience,
+        "source_count": fact.source_count,
+        "use_count": fact.use_count,
+        "conversation_id": conversation_id,
+        "valid_from": fact.valid_from,
+        "valid_to": fact.valid_to,
+        "superseded_by": fact.superseded_by,
+        "created_at": fact.created_at,
+        "updated_at": fact.updated_at,
+    }
+
+
+def _next_cursor(ids: list[int], limit: int) -> int | None:
+    return ids[-1] if len(ids) == limit else None
+
+
+@route("/agents", http_method=["GET", "HEAD"])
+async def agents(request: Request[Any, Any, Any], services: NamedDependency[Services]) -> Any:
+    memory, _ = services.require_memory()
+    who = caller(request)
+    return {"agents": [a for a in await memory.agents() if who.may_use(a["id"])]}
+
+
+@route("/agents/{agent_id:str}/facts", http_method=["GET", "HEAD"])
+async def agent_facts(
+    request: Request[Any, Any, Any],
+    agent_id: Annotated[str, PathParameter(max_length=MAX_ID_CHARS)],
+    services: NamedDependency[Services],
+    kind: Annotated[Literal["identity", "pinned"] | None, QueryParameter()] = None,
+    status: Annotated[Literal["current", "superseded", "all"], QueryParameter()] = "current",
+    q: Annotated[str | None, QueryParameter(max_length=1000)] = None,
+    limit: Annotated[int, QueryParameter(ge=1, le=PAGE_LIMIT)] = 100,
+    cursor: Annotated[int, QueryParameter(ge=0)] = 0,
+) -> Any:
+    """The agent's facts in the order they were stored, a page at a time: pass the answer's
+    `next_cursor` as `cursor` for the next page (null: no more)."""
+    agent_id, memory = _agent_memory(request, agent_id, services)
+    rows = await memory.facts(
+        agent_id, kind=kind, status=status, text=q, limit=limit, after_id=cursor
+    )
+    return {
+        "agent_id": agent_id,
+        "facts": [
+            fact_view(fact, conversation_id)
+            for fact, conversation_id in rows
+        ],
+        "next_cursor": rows[-1][0].id if len(rows) == limit else None,
+    }
+
+
+@route("/agents/{agent_id:str}", http_method=["DELETE"], status_code=200)
+async def forget_agent(
+    request: Request[Any, Any, Any],
+    agent_id: Annotated[str, PathParameter(max_length=MAX_ID_CHARS)],
+    services: NamedDependency[Services],
+) -> Any:
+    """Forget the agent completely (rows, search entries, vectors, index files); there is
+    no undo. What was deleted is answered; the server's audit log keeps who asked."""
+    agent_id, memory = _agent_memory(request, agent_id, services)
+    forgotten = await memory.forget_agent(agent_id)
+    if forgotten is None:
+        raise NotFound(f"memory holds no agent {agent_id!r}", param="agent_id")
+    await record_change(request, memory, None, forgotten=agent_id)
+    return {"agent_id": agent_id, "forgotten": forgotten}
+
+
+@route("/agents/{agent_id:str}/export", http_method=["GET"])
+async def export_agent(
+    request: Request[Any, Any, Any],
+    agent_id: Annotated[str, PathParameter(max_length=MAX_ID_CHARS)],
+    services: NamedDependency[Services],
+) -> Response[bytes]:
+    """Everything of the agent but vectors, as JSON Lines (see memory/store/portable.py)."""
+    agent_id, memory = _agent_memory(request, agent_id, services)
+    records = await memory.export_agent(agent_id)
+    if records is None:
+        raise NotFound(f"memory holds no agent {agent_id!r}", param="agent_id")
+    body = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records)
+    return Response(body.encode(), media_type=JSON_LINES)
+
+
+@route("/agents/{agent_id:str}/import", http_method=["POST"], status_code=200)
+async def import_agent(
+    request: Request[Any, Any, Any],
+    agent_id: Annotated[str, PathParameter(max_length=MAX_ID_CHARS)],
+    services: NamedDependency[Services],
+) -> Any:
+    """Merge an export (JSON Lines) into the agent, which is created when new."""
+    agent_id, memory = _agent_memory(request, agent_id, services)
+    records = []
+    for number, line in enumerate((await request.body()).splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+        except (ValueError, RecursionError):
+            raise InvalidArgument(f"line {number} is not JSON", param="body") from None
+        if not isinstance(record, dict):
+            raise InvalidArgument(f"line {number} is not a JSON object", param="body")
+        records.append(record)
+    added = await memory.import_agent(agent_id, records)
+    await record_change(request, memory, agent_id)
+    return {"agent_id": agent_id, "added": added}
+
+
+@route("/agents/{agent_id:str}", http_method=["GET", "HEAD"])
+async def agent(
+    request: Request[Any, Any, Any], agent_id: AgentId, services: NamedDependency[Services]
+) -> Any:
+    """The agent's counts and identity facts."""
+    agent_id, memory = _agent_memory(request, agent_id, services)
+    return await memory.agent(agent_id)
+
+
+@route("/agents/{agent_id:str}/sessions", http_method=["GET", "HEAD"])
+async def agent_sessions(
+    request: Request[Any, Any, Any], agent_id: AgentId, services: NamedDependency[Services],
+    limit: Limit = 100, cursor: Cursor = 0,
+) -> Any:
+    agent_id, memory = _agent_memory(request, agent_id, services)
+    rows = await memory.sessions(agent_id, limit=limit, after_id=cursor)
+    return {"agent_id": agent_id, "sessions": rows,
+            "next_cursor": _next_cursor([r["id"] for r in rows], limit)}
+
+
+@route("/agents/{agent_id:str}/sessions/{session_id:int}", http_method=["GET", "HEAD"])
+async def agent_session(
+    request: Request[Any, Any, Any], agent_id: AgentId, session_id: ItemId,
+    services: NamedDependency[Services],
+) -> Any:
+    """One session's verbatim transcript."""
+    agent_id, memory = _agent_memory(request, agent_id, services)
+    return {"agent_id": agent_id, "session_id": session_id,
+            "messages": await memory.session_messages(agent_id, session_id)}
+
+
+@route("/agents/{agent_id:str}/episodes", http_method=["GET", "HEAD"])
+async def agent_episodes(
+    request: Request[Any, Any, Any], agent_id: AgentId, services: NamedDependency[Services],
+    limit: Limit = 100, cursor: Cursor = 0,
+) -> Any:
+    agent_id, memory = _agent_memory(request, agent_id, services)
+    rows = await memory.episodes(agent_id, limit=limit, after_id=cursor)
+    return {"agent_id": agent_id,
+            "episodes": [{"id": e.id, "session_id": e.session_id, "summary": e.summary,
+                          "topics": e.topics, "entities": e.entities, "decisions": e.decisions,
+                          "action_items": e.action_items, "salience": e.salience,
+                          "started_at": e.started_at, "ended_at": e.ended_at,
+                          "created_at": e.created_at} for e in rows],
+            "next_cursor": _next_cursor([e.id for e in rows], limit)}
+
+
+@route("/agents/{agent_id:str}/facts", http_method=["POST"], status_code=201)
+async def add_fact(
+    request: Request[Any, Any, Any], agent_id: AgentId, data: JSONBody[NewFact],
+    services: NamedDependency[Services],
+) -> Any:
+    """A fact stated by hand; the agent is created if new."""
+    agent_id, memory = _agent_memory(request, agent_id, services)
+    fact_id = await memory.add_fact(agent_id, data.content, kind=data.kind,
+                                    salience=data.salience)
+    await record_change(request, memory, agent_id)
+    return fact_view(await memory.fact(agent_id, fact_id))
+
+
+@route("/agents/{agent_id:str}/facts/{fact_id:int}", http_method=["GET", "HEAD"])
+async def get_fact(
+    request: Request[Any, Any, Any], agent_id: AgentId, fact_id: ItemId,
+    services: NamedDependency[Services],
+) -> Any:
+    agent_id, memory = _agent_memory(request, agent_id, services)
+    return fact_view(await memory.fact(agent_id, fact_id))
+
+
+@route("/agents/{agent_id:str}/facts/{fact_id:int}", http_method=["PATCH"])
+async def edit_fact(
+    request: Request[Any, Any, Any], agent_id: AgentId, fact_id: ItemId,
+    data: JSONBody[FactEdit], services: NamedDependency[Services],
+) -> Any:
+    """New content supersedes the fact (the answer is the new fact; the old one stays as
+    history); a salience alone is set in place."""
+    agent_id, memory = _agent_memory(request, agent_id, services)
+    if data.content is None and data.salience is None:
+        raise InvalidArgument("send content, salience or both", param="content")
+    current = await memory.edit_fact(agent_id, fact_id, content=data.content,
+                                     salience=data.salience)
+    await record_change(request, memory, agent_id)
+    return fact_view(await memory.fact(agent_id, current))
+
+
+@route("/agents/{agent_id:str}/facts/{fact_id:int}", http_method=["DELETE"], status_code=200)
+async def delete_fact(
+    request: Request[Any, Any, Any], agent_id: AgentId, fact_id: ItemId,
+    services: NamedDependency[Services],
+) -> Any:
+    """Reads no longer see the fact; its row stays as history."""
+    agent_id, memory = _agent_memory(request, agent_id, services)
+    await memory.delete_fact(agent_id, fact_id)
+    await record_change(request, memory, agent_id)
+    return {"agent_id": agent_id, "fact_id": fact_id, "deleted": True}
+
+
+AGENT_ROUTES = [
+    agents, agent, agent_facts, agent_sessions, agent_session, agent_episodes, add_fact,
+    get_fact, edit_fact, delete_fact, forget_agent, export_agent, import_agent,
+]

@@ -1,0 +1,74 @@
+"""Memory you can see and fix: an agent, its sessions and transcripts, episodes, and facts
+added, edited (history kept) and deleted by hand, through the management routes."""
+
+from __future__ import annotations
+
+import httpx
+
+from tests.memory_client import sdk, wait_for
+
+
+def test_look_through_an_agents_memory_and_fix_it_by_hand(memory_proxy, fake_upstream):
+    url = memory_proxy.url
+    ingested = httpx.post(url + "/memory/ingest", json={
+        "agent_id": "dana", "conversation_id": "intro", "session_date": "2024-05-08",
+        "turns": [{"user": "Hi, my name is Dana Whitfield.", "assistant": "Hello Dana!"},
+                  {"user": "I live in Berlin.", "assistant": "Nice city."}]})
+    assert ingested.status_code == 200, ingested.text
+
+    agent = httpx.get(url + "/agents/dana").json()
+    assert agent["turns"] == 2 and any("Dana" in line for line in agent["identity"])
+    sessions = httpx.get(url + "/agents/dana/sessions").json()
+    assert [s["conversation_id"] for s in sessions["sessions"]] == ["intro"]
+    session_id = sessions["sessions"][0]["id"]
+    transcript = httpx.get(f"{url}/agents/dana/sessions/{session_id}").json()["messages"]
+    assert [m["content"] for m in transcript][:2] == [
+        "Hi, my name is Dana Whitfield.", "Hello Dana!"]
+    episodes = httpx.get(url + "/agents/dana/episodes").json()["episodes"]
+    assert len(episodes) == 1 and episodes[0]["session_id"] == session_id
+
+    added = httpx.post(url + "/agents/dana/facts", json={
+        "content": "User prefers oat milk in coffee.", "salience": 0.9})
+    assert added.status_code == 201, added.text
+    fact = added.json()
+    assert fact["status"] == "current" and fact["salience"] == 0.9
+
+    edited = httpx.patch(f"{url}/agents/dana/facts/{fact['id']}",
+                         json={"content": "User prefers soy milk in coffee."}).json()
+    assert edited["id"] != fact["id"] and edited["salience"] == 0.9
+    old = httpx.get(f"{url}/agents/dana/facts/{fact['id']}").json()
+    assert old["status"] == "superseded" and old["superseded_by"] == edited["id"]
+    assert httpx.patch(f"{url}/agents/dana/facts/{edited['id']}",
+                       json={"salience": 0.4}).json()["salience"] == 0.4
+
+    # The fact fixed by hand is what the model now gets.
+    client = sdk(memory_proxy, "dana", "s2")
+    client.chat.completions.create(model="m", messages=[
+        {"role": "user", "content": "What milk do I like in my coffee?"}])
+    sent = fake_upstream.requests[-1].json["messages"][-1]["content"]
+    assert "soy milk" in sent and "oat milk" not in sent
+
+    assert httpx.delete(f"{url}/agents/dana/facts/{edited['id']}").json()["deleted"]
+    current = httpx.get(url + "/agents/dana/facts?q=milk").json()["facts"]
+    assert current == []
+    history = httpx.get(url + "/agents/dana/facts?q=milk&status=all").json()["facts"]
+    assert [f["content"] for f in history] == ["User prefers oat milk in coffee."]
+    found = wait_for(lambda: httpx.post(url + "/memory/search", json={
+        "agent_id": "dana", "query": "milk coffee", "scope": "pinned"}).json()["results"] == [])
+    assert found
+
+
+def test_bad_management_requests_get_clear_4xx(memory_proxy):
+    url = memory_proxy.url
+    assert httpx.get(url + "/agents/nobody").status_code == 404
+    assert httpx.get(url + "/agents/nobody/sessions").status_code == 404
+    assert httpx.post(url + "/agents/dana/facts", json={"content": " "}).status_code == 400
+    bad_salience = httpx.post(url + "/agents/dana/facts", json={"content": "x", "salience": 2})
+    assert bad_salience.status_code == 400
+    assert bad_salience.json()["error"]["param"] == "salience"
+    fact = httpx.post(url + "/agents/dana/facts", json={"content": "User likes tea."}).json()
+    assert httpx.patch(f"{url}/agents/dana/facts/{fact['id']}", json={}).status_code == 400
+    assert httpx.patch(f"{url}/agents/dana/facts/999999", json={"salience": 0.1}).status_code == 404
+    assert httpx.delete(f"{url}/agents/dana/facts/999999").status_code == 404
+    assert httpx.get(f"{url}/agents/dana/sessions/999999").status_code == 404
+    assert httpx.get(f"{url}/agents/dana/facts/0").status_code == 400
