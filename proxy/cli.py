@@ -1,5 +1,5 @@
 """The `mnemoproxy` command: `serve` (settings from every source, then the app on uvicorn +
-uvloop) and `keys add|list|revoke`."""
+uvloop), `keys add|list|revoke`, and the memory commands (proxy/commands.py)."""
 
 from __future__ import annotations
 
@@ -12,13 +12,14 @@ from typing import Any
 
 from mnemoproxy.config.settings import SETTINGS_TABLE, Settings, describe_range, load_settings
 from mnemoproxy.errors import SettingError
+from mnemoproxy.proxy.commands import COMMANDS, add_commands, run
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="mnemoproxy", description="OpenAI-compatible memory proxy."
     )
-    commands = parser.add_subparsers(dest="command", required=True)
+    commands = parser.add_subparsers(dest="command")
     serve = commands.add_parser("serve", help="serve the proxy (default 127.0.0.1:1337)")
     serve.add_argument("--config", metavar="FILE", help="TOML settings file")
     for f in SETTINGS_TABLE:
@@ -44,6 +45,7 @@ def build_parser() -> argparse.ArgumentParser:
     actions.add_parser("list", help="the keys (ids, agents, admin, created, revoked)")
     revoke = actions.add_parser("revoke", help="revoke a key by its id")
     revoke.add_argument("key_id")
+    add_commands(commands)
     return parser
 
 
@@ -100,10 +102,16 @@ def serve(settings: Settings) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.command is None:
+        parser.print_help()
+        return 0
     try:
         if args.command == "keys":
             return keys_command(args)
+        if args.command in COMMANDS:
+            return run(args)
         settings = settings_from_args(args)
         serve(settings)
     except SettingError as exc:
