@@ -5,11 +5,14 @@ from __future__ import annotations
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
+from importlib.metadata import version
 from typing import Any
 
 from litestar import Litestar, Request, route
 from litestar.datastructures import State
 from litestar.di import NamedDependency, Provide
+from litestar.openapi import OpenAPIConfig
+from litestar.openapi.plugins import JsonRenderPlugin
 
 from mnemoproxy.config.settings import Settings
 from mnemoproxy.gate import ReadPath
@@ -88,7 +91,11 @@ def create_app(
         lifespan=[lifespan],
         request_max_body_size=settings.max_body_bytes,
         middleware=[guard(settings, keys), body_deadline(settings.request_body_timeout_seconds)],
-        openapi_config=None,
+        # The schema of the proxy's own routes (the /v1 ones are OpenAI's): /schema/openapi.json.
+        openapi_config=OpenAPIConfig(
+            title="mnemoproxy", version=version("mnemoproxy"), path="/schema",
+            render_plugins=[JsonRenderPlugin()], use_handler_docstrings=True,
+        ),
         # Logging is the process's (the CLI sets it from log_level); Litestar's default
         # would configure the root logger at INFO and make log_level ineffective.
         logging_config=None,

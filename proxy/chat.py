@@ -66,7 +66,7 @@ def parse_chat_body(raw: bytes) -> dict[str, Any]:
     return body
 
 
-@post("/v1/chat/completions", status_code=200)
+@post("/v1/chat/completions", status_code=200, include_in_schema=False)
 async def chat_completions(
     request: Request[Any, Any, Any], services: NamedDependency[Services]
 ) -> Response[Any]:

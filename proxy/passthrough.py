@@ -23,7 +23,7 @@ _METHODS = [
 ]
 
 
-@route("/v1/{path:path}", http_method=_METHODS, status_code=200)
+@route("/v1/{path:path}", http_method=_METHODS, status_code=200, include_in_schema=False)
 async def pass_through(
     request: Request[Any, Any, Any], services: NamedDependency[Services]
 ) -> Response[Any]:

@@ -72,3 +72,13 @@ def test_bad_management_requests_get_clear_4xx(memory_proxy):
     assert httpx.delete(f"{url}/agents/dana/facts/999999").status_code == 404
     assert httpx.get(f"{url}/agents/dana/sessions/999999").status_code == 404
     assert httpx.get(f"{url}/agents/dana/facts/0").status_code == 400
+
+
+def test_the_openapi_schema_describes_every_route_but_openais(memory_proxy):
+    schema = httpx.get(memory_proxy.url + "/schema/openapi.json")
+    assert schema.status_code == 200
+    paths = schema.json()["paths"]
+    assert {"/memory/ingest", "/memory/search", "/agents", "/agents/{agent_id}/facts",
+            "/agents/{agent_id}/facts/{fact_id}", "/agents/{agent_id}/export"} <= set(paths)
+    assert not any(path.startswith("/v1") for path in paths)
+    assert set(paths["/agents/{agent_id}/facts/{fact_id}"]) >= {"get", "patch", "delete"}
