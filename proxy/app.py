@@ -25,6 +25,7 @@ from mnemoproxy.proxy.chat_memory import open_memory
 from mnemoproxy.proxy.errors import EXCEPTION_HANDLERS
 from mnemoproxy.proxy.keys import KeyFile, keys_path
 from mnemoproxy.proxy.memory_api import MEMORY_ROUTES, TYPE_DECODERS
+from mnemoproxy.proxy.metrics import metrics
 from mnemoproxy.proxy.passthrough import pass_through
 from mnemoproxy.proxy.services import Services
 from mnemoproxy.proxy.upstream import Upstream
@@ -84,7 +85,9 @@ def create_app(
                 await client.aclose()
 
     return Litestar(
-        route_handlers=[chat_completions, pass_through, health, *MEMORY_ROUTES, *AGENT_ROUTES],
+        route_handlers=[
+            chat_completions, pass_through, health, metrics, *MEMORY_ROUTES, *AGENT_ROUTES
+        ],
         dependencies={"services": Provide(_services, sync_to_thread=False)},
         exception_handlers=EXCEPTION_HANDLERS,
         type_decoders=TYPE_DECODERS,

@@ -29,6 +29,7 @@ class ReadCounts:
     machine makes reads miss their deadline, and that must be visible and rare."""
 
     injected: int = 0
+    injected_tokens: int = 0  # the memory blocks' tokens, summed: what memory costs upstream
     not_needed: int = 0
     deadline_missed: int = 0
     failed: int = 0
@@ -99,6 +100,7 @@ async def prepare(
     plan.headers = result.headers()
     if result.messages is not None and result.block is not None:
         counts.injected += 1
+        counts.injected_tokens += result.block.tokens
         plan.body = {**body, "messages": result.messages}
         memory.note_used(agent_id, result.used)
         log.info(

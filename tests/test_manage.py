@@ -82,3 +82,21 @@ def test_the_openapi_schema_describes_every_route_but_openais(memory_proxy):
             "/agents/{agent_id}/facts/{fact_id}", "/agents/{agent_id}/export"} <= set(paths)
     assert not any(path.startswith("/v1") for path in paths)
     assert set(paths["/agents/{agent_id}/facts/{fact_id}"]) >= {"get", "patch", "delete"}
+
+
+def test_metrics_count_reads_tokens_and_memory(memory_proxy):
+    httpx.post(memory_proxy.url + "/memory/ingest", json={
+        "agent_id": "dana", "conversation_id": "c",
+        "turns": [{"user": "My name is Dana and I live in Lisbon.", "assistant": "Hi Dana!"}]})
+    client = sdk(memory_proxy, "dana", "s2")
+    client.chat.completions.create(model="m", messages=[
+        {"role": "user", "content": "Where do I live?"}])
+    response = httpx.get(memory_proxy.url + "/metrics")
+    assert response.status_code == 200
+    assert response.headers["content-type"].startswith("text/plain; version=0.0.4")
+    values = {line.rsplit(" ", 1)[0]: float(line.rsplit(" ", 1)[1])
+              for line in response.text.splitlines() if line and not line.startswith("#")}
+    assert values['mnemoproxy_memory_reads_total{outcome="injected"}'] == 1
+    assert values["mnemoproxy_injected_tokens_total"] > 0
+    assert values['mnemoproxy_items{kind="messages"}'] >= 4
+    assert values["mnemoproxy_agents"] == 1
