@@ -380,6 +380,29 @@ class Memory:
         if not await self.store.delete_fact(agent_id, fact_id):
             raise NotFound(f"agent {agent_id!r} has no fact {fact_id}", param="fact_id")
 
+    async def forget_session(self, agent_id: str, session_id: int) -> dict[str, int]:
+        """Forget one session for good (memory/store/forget.py): its messages, episodes, the
+        facts only it stated, and the pages that held them."""
+        await self._known(agent_id)
+        async with self._worker.paused():
+            forgotten = await self.store.forget_session(agent_id, session_id)
+        if forgotten is None:
+            raise NotFound(f"agent {agent_id!r} has no session {session_id}", param="session_id")
+        # The agent's index holds vectors of deleted items: rebuilt from what remains.
+        await self._vectors.forget(agent_id)
+        return forgotten
+
+    async def delete_episode(self, agent_id: str, episode_id: int) -> None:
+        if not await self.store.delete_episode(agent_id, episode_id):
+            raise NotFound(f"agent {agent_id!r} has no episode {episode_id}",
+                           param="episode_id")
+
+    async def fact_history(self, agent_id: str, fact_id: int) -> list[Fact]:
+        """The fact's line of values, oldest first (each superseded by the next)."""
+        ids = await self.store.fact_history(agent_id, fact_id)
+        facts = [await self.store.fact(agent_id, i) for i in ids]
+        return [f for f in facts if f is not None]
+
     async def fact(self, agent_id: str, fact_id: int) -> Fact:
         found = await self.store.fact(agent_id, fact_id)
         if found is None:

@@ -228,8 +228,38 @@ async def get_fact(
     request: Request[Any, Any, Any], agent_id: AgentId, fact_id: ItemId,
     services: NamedDependency[Services],
 ) -> Any:
+    """One fact with its history: the values it replaced and those that replaced it."""
     agent_id, memory = _agent_memory(request, agent_id, services)
-    return fact_view(await memory.fact(agent_id, fact_id))
+    fact = await memory.fact(agent_id, fact_id)
+    history = await memory.fact_history(agent_id, fact_id)
+    return {**fact_view(fact), "source_session_id": fact.source_session_id,
+            "history": [fact_view(f) for f in history]}
+
+
+@route("/agents/{agent_id:str}/sessions/{session_id:int}", http_method=["DELETE"],
+       status_code=200)
+async def forget_session(
+    request: Request[Any, Any, Any], agent_id: AgentId, session_id: ItemId,
+    services: NamedDependency[Services],
+) -> Any:
+    """Forget one session for good: its messages, its episodes, the facts only it stated."""
+    agent_id, memory = _agent_memory(request, agent_id, services)
+    forgotten = await memory.forget_session(agent_id, session_id)
+    await record_change(request, memory, agent_id)
+    return {"agent_id": agent_id, "session_id": session_id, "forgotten": forgotten}
+
+
+@route("/agents/{agent_id:str}/episodes/{episode_id:int}", http_method=["DELETE"],
+       status_code=200)
+async def delete_episode(
+    request: Request[Any, Any, Any], agent_id: AgentId, episode_id: ItemId,
+    services: NamedDependency[Services],
+) -> Any:
+    """Reads no longer see the episode; its row stays as history."""
+    agent_id, memory = _agent_memory(request, agent_id, services)
+    await memory.delete_episode(agent_id, episode_id)
+    await record_change(request, memory, agent_id)
+    return {"agent_id": agent_id, "episode_id": episode_id, "deleted": True}
 
 
 @route("/agents/{agent_id:str}/facts/{fact_id:int}", http_method=["PATCH"])
@@ -262,5 +292,6 @@ async def delete_fact(
 
 AGENT_ROUTES = [
     agents, agent, agent_facts, agent_sessions, agent_session, agent_episodes, add_fact,
-    get_fact, edit_fact, delete_fact, forget_agent, export_agent, import_agent,
+    get_fact, edit_fact, delete_fact, forget_session, delete_episode, forget_agent,
+    export_agent, import_agent,
 ]

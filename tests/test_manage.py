@@ -100,3 +100,35 @@ def test_metrics_count_reads_tokens_and_memory(memory_proxy):
     assert values["mnemoproxy_injected_tokens_total"] > 0
     assert values['mnemoproxy_items{kind="messages"}'] >= 4
     assert values["mnemoproxy_agents"] == 1
+
+
+def test_a_facts_history_a_forgotten_session_and_a_deleted_episode(memory_proxy, tmp_path):
+    url = memory_proxy.url
+    for conversation, text in (("c1", "I live in Berlin."),
+                               ("c2", "I moved to Paris. My locker code is Zyxquorn.")):
+        httpx.post(url + "/memory/ingest", json={
+            "agent_id": "dana", "conversation_id": conversation,
+            "session_date": "2024-05-0" + conversation[-1],
+            "turns": [{"user": text, "assistant": "Noted."}]})
+    facts = httpx.get(url + "/agents/dana/facts?status=all").json()["facts"]
+    paris = next(f for f in facts if "Paris" in f["content"])
+    line = httpx.get(f"{url}/agents/dana/facts/{paris['id']}").json()["history"]
+    assert [("Berlin" in f["content"], "Paris" in f["content"]) for f in line] == [
+        (True, False), (False, True)]
+
+    sessions = httpx.get(url + "/agents/dana/sessions").json()["sessions"]
+    second = next(s["id"] for s in sessions if s["conversation_id"] == "c2")
+    forgotten = httpx.delete(f"{url}/agents/dana/sessions/{second}")
+    assert forgotten.status_code == 200, forgotten.text
+    assert forgotten.json()["forgotten"]["messages"] == 2
+    data_dir = tmp_path / "data"
+    stored = b"".join(p.read_bytes() for p in data_dir.rglob("*") if p.is_file())
+    assert b"Zyxquorn" not in stored and b"Berlin" in stored
+    current = httpx.get(url + "/agents/dana/facts").json()["facts"]
+    assert [("Berlin" in f["content"]) for f in current] == [True]  # Paris went with c2
+    assert httpx.delete(f"{url}/agents/dana/sessions/{second}").status_code == 404
+
+    episode = httpx.get(url + "/agents/dana/episodes").json()["episodes"][0]
+    assert httpx.delete(f"{url}/agents/dana/episodes/{episode['id']}").json()["deleted"]
+    assert httpx.get(url + "/agents/dana/episodes").json()["episodes"] == []
+    assert httpx.delete(f"{url}/agents/dana/episodes/{episode['id']}").status_code == 404

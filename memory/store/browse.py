@@ -51,3 +51,35 @@ class BrowseQueries(Database):
                 (salience, time.time(), require_agent(agent_id), fact_id),
             )
             return cursor.rowcount > 0
+
+    async def delete_episode(self, agent_id: str, episode_id: int) -> bool:
+        """Soft-delete an episode: reads no longer see it. False when there is none."""
+        async with self._write() as db:
+            cursor = await db.execute(
+                "UPDATE episodes SET deleted_at = ? WHERE agent_id = ? AND id = ? "
+                "AND deleted_at IS NULL", (time.time(), require_agent(agent_id), episode_id))
+            return cursor.rowcount > 0
+
+    async def fact_history(self, agent_id: str, fact_id: int) -> list[int]:
+        """The ids of the facts this one replaced, oldest first, and of those that replaced
+        it, newest last: its whole line of values, itself included."""
+        def read(conn: Any) -> list[int]:
+            before: list[int] = []
+            current = fact_id
+            while len(before) < 1000:
+                row = conn.execute("SELECT id FROM facts WHERE agent_id = ? AND "
+                                   "superseded_by = ?", (agent_id, current)).fetchone()
+                if row is None:
+                    break
+                before.insert(0, current := row[0])
+            after: list[int] = []
+            current = fact_id
+            while len(after) < 1000:
+                row = conn.execute("SELECT superseded_by FROM facts WHERE agent_id = ? AND "
+                                   "id = ?", (agent_id, current)).fetchone()
+                if row is None or row[0] is None:
+                    break
+                after.append(current := row[0])
+            return [*before, fact_id, *after]
+
+        return await self._read(read)

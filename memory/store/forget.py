@@ -1,10 +1,10 @@
-"""Store SQL for forgetting an agent completely.
+"""Store SQL for forgetting an agent, or one of its sessions, completely.
 
 Everything else in the store deletes softly (a row marked deleted stays for history);
-forgetting is the one hard delete, and it leaves nothing behind: every row of the agent in
-every table, its full-text entries (FTS5 keeps deleted tokens in old segments until they
-are merged, so the indexes are optimised), and the pages that held its text (VACUUM
-rewrites the file without free pages, and the WAL is checkpointed and truncated).
+forgetting is the one hard delete, and it leaves nothing behind: every row of the agent (or
+the session) in every table, its full-text entries (FTS5 keeps deleted tokens in old
+segments until they are merged, so the indexes are optimised), and the pages that held its
+text (VACUUM rewrites the file without free pages; the WAL is checkpointed and truncated).
 """
 
 from __future__ import annotations
@@ -40,12 +40,77 @@ class ForgetQueries(Database):
                           "embeddings", "processing_log", "sessions", "agents"):
                 column = "id" if table == "agents" else "agent_id"
                 await db.execute(f"DELETE FROM {table} WHERE {column} = ?", (agent_id,))
+        await self._scrub()
+        return {"messages": counts["transcript"], "facts": counts["facts"],
+                "episodes": counts["episodes"], "sessions": counts["sessions"]}
+
+    async def forget_session(self, agent_id: str, session_id: int) -> dict[str, int] | None:
+        """Delete a session for good: its messages, its pending turns, its episodes and the
+        facts only it stated (a fact other sessions stated too stays, its source unset).
+        Returns what was deleted (None: the agent has no such session)."""
+        require_agent(agent_id)
+        async with self._write() as db:
+            cursor = await db.execute(
+                "SELECT 1 FROM sessions WHERE agent_id = ? AND id = ?", (agent_id, session_id))
+            if await cursor.fetchone() is None:
+                return None
+            owned = {
+                "transcript": "session_id = ?",
+                "facts": "source_session_id = ? AND source_count <= 1",
+                "episodes": "session_id = ?",
+            }
+            # Names of the agent's entities said in this session: once the session is gone,
+            # those said nowhere else go too.
+            cursor = await db.execute(
+                "SELECT lower(group_concat(content, ' ')) FROM transcript WHERE agent_id = ? "
+                "AND session_id = ?", (agent_id, session_id))
+            said = ((await cursor.fetchone()) or [""])[0] or ""
+            cursor = await db.execute("SELECT name FROM entities WHERE agent_id = ?", (agent_id,))
+            named = [row[0] for row in await cursor.fetchall() if row[0].lower() in said]
+            # A value only this session replaced is current again ("I moved to Paris"
+            # forgotten: "lives in Berlin" is what memory knows).
+            await db.execute(
+                "UPDATE facts SET superseded_by = NULL, valid_to = NULL WHERE agent_id = ? "
+                "AND superseded_by IN "
+                f"(SELECT id FROM facts WHERE agent_id = ? AND {owned['facts']})",
+                (agent_id, agent_id, session_id))
+            counts: dict[str, int] = {}
+            for table, item_type in _ITEMS:
+                where = owned[table]
+                for side_table in ("embedding_queue", "embedding_failures"):
+                    await db.execute(
+                        f"DELETE FROM {side_table} WHERE item_type = ? AND item_id IN "
+                        f"(SELECT id FROM {table} WHERE agent_id = ? AND {where})",
+                        (item_type, agent_id, session_id))
+                cursor = await db.execute(
+                    f"DELETE FROM {table} WHERE agent_id = ? AND {where}", (agent_id, session_id))
+                counts[table] = max(cursor.rowcount, 0)
+            await db.execute("UPDATE facts SET source_session_id = NULL WHERE agent_id = ? "
+                             "AND source_session_id = ?", (agent_id, session_id))
+            token = "g" + agent_id.encode("utf-8").hex()  # retrieval.agent_token
+            for name in named:
+                phrase = '"' + name.replace('"', '""') + '"'
+                cursor = await db.execute(
+                    "SELECT 1 FROM transcript_fts WHERE transcript_fts MATCH ? LIMIT 1",
+                    (f'agent : "{token}" AND {phrase}',))
+                if await cursor.fetchone() is None:
+                    await db.execute("DELETE FROM entities WHERE agent_id = ? AND name = ?",
+                                     (agent_id, name))
+            for table in ("pending_signals", "sessions"):
+                column = "id" if table == "sessions" else "session_id"
+                await db.execute(f"DELETE FROM {table} WHERE agent_id = ? AND {column} = ?",
+                                 (agent_id, session_id))
+        await self._scrub()
+        return {"messages": counts["transcript"], "facts": counts["facts"],
+                "episodes": counts["episodes"]}
+
+    async def _scrub(self) -> None:
+        """Leave no deleted text anywhere: the full-text indexes merged (FTS5 keeps deleted
+        tokens in old segments until then), the file rewritten without its free pages, and
+        the WAL, which still holds pages as they were, emptied."""
+        async with self._write() as db:
             for table, _ in _ITEMS:
                 await db.execute(f"INSERT INTO {table}_fts ({table}_fts) VALUES ('optimize')")
         async with self._write_lock:
-            # Outside any transaction: the file rewritten without the freed pages, then the
-            # WAL, which still holds the pages as they were, emptied.
-            await self._writer.execute("VACUUM")
+            await self._writer.execute("VACUUM")  # outside any transaction
             await self._writer.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-        return {"messages": counts["transcript"], "facts": counts["facts"],
-                "episodes": counts["episodes"], "sessions": counts["sessions"]}
