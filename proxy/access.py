@@ -38,7 +38,9 @@ audit = logging.getLogger("mnemoproxy.audit")
 
 LOOPBACK_NAMES = frozenset({"localhost", "127.0.0.1", "::1"})
 _BODY_METHODS = frozenset({"POST", "PUT", "PATCH"})
-_OPEN_PATHS = frozenset({"/health"})
+# Answered without a key: liveness, and the inspector's page (static; every request it
+# makes for data carries the key typed into it).
+_OPEN_PATHS = frozenset({"/health", "/ui"})
 # JSON, and JSON Lines (imports): none of them can be sent cross-site without a preflight.
 _JSON_TYPES = frozenset({"application/json", "application/x-ndjson", "application/jsonl"})
 

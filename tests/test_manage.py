@@ -132,3 +132,13 @@ def test_a_facts_history_a_forgotten_session_and_a_deleted_episode(memory_proxy,
     assert httpx.delete(f"{url}/agents/dana/episodes/{episode['id']}").json()["deleted"]
     assert httpx.get(url + "/agents/dana/episodes").json()["episodes"] == []
     assert httpx.delete(f"{url}/agents/dana/episodes/{episode['id']}").status_code == 404
+
+
+def test_the_inspector_page_is_served_and_uses_only_the_api(memory_proxy):
+    page = httpx.get(memory_proxy.url + "/ui")
+    assert page.status_code == 200 and page.headers["content-type"].startswith("text/html")
+    assert "default-src 'self'" in page.headers["content-security-policy"]
+    html = page.text
+    for route in ("/agents", "/memory/search", "/facts", "/episodes", "/sessions"):
+        assert route in html
+    assert "innerHTML" not in html  # memory text is only ever set as text
