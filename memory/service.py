@@ -359,20 +359,26 @@ class Memory:
         return await self.store.insert_fact(agent_id, draft)
 
     async def edit_fact(
-        self, agent_id: str, fact_id: int, *, content: str | None, salience: float | None
+        self, agent_id: str, fact_id: int, *, content: str | None = None,
+        salience: float | None = None, pinned: bool | None = None,
     ) -> int:
-        """Change a current fact. New content supersedes it (the old text stays as history)
-        and the new fact's id is returned; a salience alone is set in place."""
+        """Change a current fact. New content supersedes it (the old text stays as history;
+        the new fact keeps its pin) and the new fact's id is returned; a salience or a pin
+        alone is set in place."""
         current = await self.store.fact(agent_id, fact_id)
         if current is None or current.valid_to is not None:
             raise NotFound(f"agent {agent_id!r} has no current fact {fact_id}", param="fact_id")
+        if pinned is None:
+            pinned = current.pinned_at is not None
         if content is not None and content != current.content:
             draft = FactDraft(content, current.kind,  # type: ignore[arg-type]
                               current.salience if salience is None else salience,
                               list(current.tags), current.slot)
-            return await self.store.supersede_fact(agent_id, fact_id, draft)
-        if salience is not None:
+            fact_id = await self.store.supersede_fact(agent_id, fact_id, draft)
+        elif salience is not None:
             await self.store.set_fact_salience(agent_id, fact_id, salience)
+        if pinned != (current.pinned_at is not None) or fact_id != current.id:
+            await self.store.set_fact_pinned(agent_id, fact_id, pinned)
         return fact_id
 
     async def delete_fact(self, agent_id: str, fact_id: int) -> None:

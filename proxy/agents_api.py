@@ -36,11 +36,13 @@ class NewFact(msgspec.Struct, forbid_unknown_fields=True):
     content: Content
     kind: Literal["pinned", "identity"] = "pinned"
     salience: Salience = 0.5
+    pinned: bool = False  # kept by consolidation whatever its age (see Fact.pinned_at)
 
 
 class FactEdit(msgspec.Struct, forbid_unknown_fields=True):
     content: Content | None = None
     salience: Salience | None = None
+    pinned: bool | None = None
 
 
 def _agent_memory(
@@ -68,6 +70,7 @@ def fact_view(fact: Fact, conversation_id: str | None = None) -> dict[str, Any]:
         "superseded_by": fact.superseded_by,
         "created_at": fact.created_at,
         "updated_at": fact.updated_at,
+        "pinned": fact.pinned_at is not None,
     }
 
 
@@ -220,6 +223,8 @@ async def add_fact(
     agent_id, memory = _agent_memory(request, agent_id, services)
     fact_id = await memory.add_fact(agent_id, data.content, kind=data.kind,
                                     salience=data.salience)
+    if data.pinned:
+        await memory.edit_fact(agent_id, fact_id, pinned=True)
     await record_change(request, memory, agent_id)
     return fact_view(await memory.fact(agent_id, fact_id))
 
@@ -269,12 +274,12 @@ async def edit_fact(
     data: JSONBody[FactEdit], services: NamedDependency[Services],
 ) -> Any:
     """New content supersedes the fact (the answer is the new fact; the old one stays as
-    history); a salience alone is set in place."""
+    history); a salience or a pin (`pinned`: consolidation keeps it) alone is set in place."""
     agent_id, memory = _agent_memory(request, agent_id, services)
-    if data.content is None and data.salience is None:
-        raise InvalidArgument("send content, salience or both", param="content")
+    if data.content is None and data.salience is None and data.pinned is None:
+        raise InvalidArgument("send content, salience or pinned", param="content")
     current = await memory.edit_fact(agent_id, fact_id, content=data.content,
-                                     salience=data.salience)
+                                     salience=data.salience, pinned=data.pinned)
     await record_change(request, memory, agent_id)
     return fact_view(await memory.fact(agent_id, current))
 

@@ -142,3 +142,20 @@ def test_the_inspector_page_is_served_and_uses_only_the_api(memory_proxy):
     for route in ("/agents", "/memory/search", "/facts", "/episodes", "/sessions"):
         assert route in html
     assert "innerHTML" not in html  # memory text is only ever set as text
+
+
+def test_a_pinned_fact_outlives_consolidation(memory_proxy):
+    url = memory_proxy.url
+    kept = httpx.post(url + "/agents/dana/facts", json={
+        "content": "User's passport expires in 2031.", "salience": 0.0, "pinned": True}).json()
+    faded = httpx.post(url + "/agents/dana/facts", json={
+        "content": "User had toast today.", "salience": 0.0}).json()
+    assert kept["pinned"] and not faded["pinned"]
+    report = httpx.post(url + "/memory/consolidate", json={"agent_id": "dana"})
+    assert report.status_code == 200, report.text
+    current = [f["content"] for f in httpx.get(url + "/agents/dana/facts").json()["facts"]]
+    assert current == ["User's passport expires in 2031."]
+    unpinned = httpx.patch(f"{url}/agents/dana/facts/{kept['id']}", json={"pinned": False})
+    assert unpinned.json()["pinned"] is False
+    httpx.post(url + "/memory/consolidate", json={"agent_id": "dana"})
+    assert httpx.get(url + "/agents/dana/facts").json()["facts"] == []

@@ -83,3 +83,14 @@ class BrowseQueries(Database):
             return [*before, fact_id, *after]
 
         return await self._read(read)
+
+    async def set_fact_pinned(self, agent_id: str, fact_id: int, pinned: bool) -> bool:
+        """Pin a current fact (consolidation keeps it) or unpin it; False when there is no
+        such current fact."""
+        async with self._write() as db:
+            cursor = await db.execute(
+                "UPDATE facts SET pinned_at = ? WHERE agent_id = ? AND id = ? "
+                "AND valid_to IS NULL AND deleted_at IS NULL",
+                (time.time() if pinned else None, require_agent(agent_id), fact_id),
+            )
+            return cursor.rowcount > 0

@@ -69,7 +69,7 @@ class MaintenanceQueries(Database):
             await db.create_function(_SALIENCE_FUNCTION, 5, salience_now, deterministic=True)
             cursor = await db.execute(
                 f"UPDATE facts SET deleted_at = ? WHERE agent_id = ? AND {_CURRENT_PINNED} "
-                f"AND {decayed} < ? RETURNING id, content, {decayed}",
+                f"AND pinned_at IS NULL AND {decayed} < ? RETURNING id, content, {decayed}",
                 (at, require_agent(agent_id), floor),
             )
             rows = await cursor.fetchall()

@@ -22,7 +22,7 @@ from mnemoproxy.memory.store.db import Database, require_agent
 
 _FACT_COLUMNS = ("kind", "slot", "content", "tags_json", "salience", "source_count",
                  "use_count", "last_used", "valid_from", "valid_to", "created_at",
-                 "updated_at", "deleted_at", "promoted_at")
+                 "updated_at", "deleted_at", "promoted_at", "pinned_at")
 _EPISODE_COLUMNS = ("summary", "topics_json", "entities_json", "decisions_json",
                     "action_items_json", "salience", "started_at", "ended_at", "created_at",
                     "use_count", "last_used", "deleted_at")

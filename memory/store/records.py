@@ -71,6 +71,7 @@ class Fact:
     source_session_id: int | None
     created_at: float
     updated_at: float
+    pinned_at: float | None = None  # pinned by hand: kept by consolidation whatever its age
 
     @classmethod
     def from_row(cls, row: sqlite3.Row) -> Fact:
@@ -82,6 +83,7 @@ class Fact:
             valid_from=row["valid_from"], valid_to=row["valid_to"],
             superseded_by=row["superseded_by"], source_session_id=row["source_session_id"],
             created_at=row["created_at"], updated_at=row["updated_at"],
+            pinned_at=row["pinned_at"],
         )
 
 

@@ -287,6 +287,8 @@ MIGRATIONS: tuple[Migration, ...] = (
      "model TEXT NOT NULL, reason TEXT NOT NULL, at REAL NOT NULL, "
      "PRIMARY KEY (item_type, item_id, model)) WITHOUT ROWID;"),
     ("m007_fts_by_agent", _M007_FTS_BY_AGENT),
+    # A fact pinned by hand (the management API) is never faded nor evicted by consolidation.
+    ("m008_fact_pinned_at", "ALTER TABLE facts ADD COLUMN pinned_at REAL;"),
 )
 
 
