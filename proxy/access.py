@@ -41,6 +41,8 @@ _BODY_METHODS = frozenset({"POST", "PUT", "PATCH"})
 # Answered without a key: liveness, and the inspector's page (static; every request it
 # makes for data carries the key typed into it).
 _OPEN_PATHS = frozenset({"/health", "/ui"})
+# Routes that span every agent, whatever they are asked: admin keys only.
+_ADMIN_ONLY = ("/mcp", "/metrics")
 # JSON, and JSON Lines (imports): none of them can be sent cross-site without a preflight.
 _JSON_TYPES = frozenset({"application/json", "application/x-ndjson", "application/jsonl"})
 
@@ -173,7 +175,9 @@ def guard(settings: Settings, keys: KeyFile) -> Any:
                         "to allowed_origins to let that site call the proxy",
                         code="origin_not_allowed",
                     )
-            path = scope["path"]
+            # As requested: a mounted app (/mcp) sees its own path in scope["path"].
+            raw = scope.get("raw_path")
+            path = raw.decode("latin-1") if isinstance(raw, bytes) and raw else scope["path"]
             json_route = not path.startswith("/v1/") or path == "/v1/chat/completions"
             has_body = headers.get("content-length", "0") != "0" or (
                 "transfer-encoding" in headers)
@@ -208,6 +212,9 @@ def guard(settings: Settings, keys: KeyFile) -> Any:
                         "this key is for chat only; the memory and agent routes need an admin "
                         "key or one bound to agents", code="admin_required",
                     )
+                elif path.startswith(_ADMIN_ONLY) and not key.admin:
+                    raise Forbidden(f"{path} is for admin keys: it spans every agent",
+                                    code="admin_required")
                 # The client's key stops here: the upstream gets the proxy's own, if any.
                 scope["headers"] = [(k, v) for k, v in scope["headers"]
                                     if k.lower() != b"authorization"]

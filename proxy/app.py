@@ -4,17 +4,19 @@ from __future__ import annotations
 
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
-from contextlib import asynccontextmanager
+from contextlib import AsyncExitStack, asynccontextmanager
 from importlib.metadata import version
 from typing import Any
 
-from litestar import Litestar, Request, route
+from litestar import Litestar, Request, asgi, route
 from litestar.datastructures import State
 from litestar.di import NamedDependency, Provide
 from litestar.openapi import OpenAPIConfig
 from litestar.openapi.plugins import JsonRenderPlugin
+from litestar.types import Receive, Scope, Send
 
 from mnemoproxy.config.settings import Settings
+from mnemoproxy.errors import MemoryDisabled
 from mnemoproxy.gate import ReadPath
 from mnemoproxy.memory import Memory
 from mnemoproxy.proxy.access import caller, guard, require_keys_off_loopback
@@ -24,6 +26,7 @@ from mnemoproxy.proxy.chat import chat_completions
 from mnemoproxy.proxy.chat_memory import open_memory
 from mnemoproxy.proxy.errors import EXCEPTION_HANDLERS
 from mnemoproxy.proxy.keys import KeyFile, keys_path
+from mnemoproxy.proxy.mcp_server import build_mcp, http_app
 from mnemoproxy.proxy.memory_api import MEMORY_ROUTES, TYPE_DECODERS
 from mnemoproxy.proxy.metrics import metrics
 from mnemoproxy.proxy.passthrough import pass_through
@@ -67,6 +70,15 @@ def create_app(
     passed is created in the lifespan, so importing this module stays cheap."""
     keys = KeyFile(keys_path(settings.keys_file, settings.data_dir))
     require_keys_off_loopback(settings, keys)
+    opened: dict[str, Memory] = {}
+    mcp = build_mcp(lambda: opened["memory"]) if settings.enabled else None
+    mcp_app = http_app(mcp) if mcp is not None else None
+
+    @asgi("/mcp", is_mount=True, copy_scope=True)
+    async def mcp_route(scope: Scope, receive: Receive, send: Send) -> None:
+        if mcp_app is None:
+            raise MemoryDisabled("memory is disabled on this proxy; start it with enabled = true")
+        await mcp_app(scope, receive, send)
 
     @asynccontextmanager
     async def lifespan(app: Litestar) -> AsyncIterator[None]:
@@ -75,9 +87,13 @@ def create_app(
         read_path: ReadPath | None = None
         if settings.enabled:
             memory, read_path = await memory_opener(settings, client)
+            opened["memory"] = memory
         app.state.services = Services(settings, client, memory, read_path)
         try:
-            yield
+            async with AsyncExitStack() as stack:
+                if mcp is not None:
+                    await stack.enter_async_context(mcp.session_manager.run())
+                yield
         finally:
             if memory is not None:
                 await memory.close()
@@ -86,7 +102,8 @@ def create_app(
 
     return Litestar(
         route_handlers=[
-            chat_completions, pass_through, health, metrics, *MEMORY_ROUTES, *AGENT_ROUTES
+            chat_completions, pass_through, health, metrics, mcp_route, *MEMORY_ROUTES,
+            *AGENT_ROUTES,
         ],
         dependencies={"services": Provide(_services, sync_to_thread=False)},
         exception_handlers=EXCEPTION_HANDLERS,

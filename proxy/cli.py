@@ -45,6 +45,9 @@ def build_parser() -> argparse.ArgumentParser:
     actions.add_parser("list", help="the keys (ids, agents, admin, created, revoked)")
     revoke = actions.add_parser("revoke", help="revoke a key by its id")
     revoke.add_argument("key_id")
+    mcp = commands.add_parser("mcp", help="memory's MCP tools over stdio, on data_dir")
+    mcp.add_argument("--config", metavar="FILE", help="TOML settings file")
+    mcp.add_argument("--data-dir", dest="data_dir", default=None, metavar="DIR")
     add_commands(commands)
     return parser
 
@@ -112,6 +115,14 @@ def main(argv: Sequence[str] | None = None) -> int:
             return keys_command(args)
         if args.command in COMMANDS:
             return run(args)
+        if args.command == "mcp":
+            import asyncio
+
+            from mnemoproxy.proxy.mcp_server import serve_stdio
+
+            asyncio.run(serve_stdio(load_settings(cli={"data_dir": args.data_dir},
+                                                  config_file=args.config)))
+            return 0
         settings = settings_from_args(args)
         serve(settings)
     except SettingError as exc:

@@ -1,0 +1,59 @@
+"""Memory over MCP, through the real MCP client: the proxy's /mcp (streamable HTTP) behind
+its keys, and `mnemoproxy mcp` over stdio."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+import httpx
+import pytest
+from mcp import ClientSession, StdioServerParameters
+from mcp.client.stdio import stdio_client
+from mcp.client.streamable_http import streamable_http_client
+
+from mnemoproxy.proxy.keys import KeyFile
+from tests.memory_client import memory_settings
+from tests.proxy_server import ProxyServer
+
+
+async def use_tools(session: ClientSession) -> None:
+    await session.initialize()
+    names = {tool.name for tool in (await session.list_tools()).tools}
+    assert names == {"search_memory", "remember", "forget", "list_agents"}
+    stored = await session.call_tool("remember", {"agent_id": "dana",
+                                                  "fact": "User's cat is called Mia."})
+    fact_id = json.loads(stored.content[0].text)["fact_id"]
+    found = await session.call_tool("search_memory", {"agent_id": "dana", "query": "cat"})
+    assert "Mia" in found.content[0].text
+    agents = await session.call_tool("list_agents", {})
+    assert "dana" in agents.content[0].text
+    await session.call_tool("forget", {"agent_id": "dana", "fact_id": fact_id})
+    after = await session.call_tool("search_memory", {"agent_id": "dana", "query": "cat"})
+    assert "Mia" not in "".join(c.text for c in after.content)
+
+
+async def test_mcp_over_http_behind_the_keys(fake_upstream, tmp_path):
+    keys = KeyFile(tmp_path / "keys.json")
+    _, admin = keys.add(agents=None, admin=True)
+    _, bound = keys.add(agents=("dana",), admin=False)
+    with ProxyServer(memory_settings(fake_upstream, tmp_path, keys_file=str(keys.path))) as s:
+        client = httpx.AsyncClient(headers={"Authorization": f"Bearer {admin}"})
+        async with client, streamable_http_client(s.url + "/mcp/", http_client=client) as (
+            read, write, *_), ClientSession(read, write) as session:
+            await use_tools(session)
+        for key in (None, bound):  # the tools name any agent: an admin key only
+            headers = {"Authorization": f"Bearer {key}"} if key else {}
+            refused = httpx.post(s.url + "/mcp/", headers=headers, json={
+                "jsonrpc": "2.0", "id": 1, "method": "tools/list"})
+            assert refused.status_code in (401, 403), (key, refused.text[:300])
+
+
+@pytest.mark.slow
+async def test_mcp_over_stdio(tmp_path):
+    params = StdioServerParameters(
+        command=sys.executable, args=["-m", "mnemoproxy.proxy.cli", "mcp", "--data-dir",
+                                      str(tmp_path / "data")],
+        env={"MNEMO_EMBEDDING_BACKEND": "hashing"})
+    async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
+        await use_tools(session)
