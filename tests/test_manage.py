@@ -81,6 +81,12 @@ def test_the_openapi_schema_describes_every_route_but_openais(memory_proxy):
     assert {"/memory/ingest", "/memory/search", "/agents", "/agents/{agent_id}/facts",
             "/agents/{agent_id}/facts/{fact_id}", "/agents/{agent_id}/export"} <= set(paths)
     assert not any(path.startswith("/v1") for path in paths)
+    from mnemoproxy.proxy.app import create_app
+
+    served = {route.path for route in create_app(memory_proxy.settings).routes}
+    own = {path.replace(":str", "").replace(":int", "") for path in served
+           if not path.startswith(("/v1", "/schema", "/mcp", "/ui", "/metrics"))}
+    assert own <= set(paths), own - set(paths)  # every route of the proxy's own API
     assert set(paths["/agents/{agent_id}/facts/{fact_id}"]) >= {"get", "patch", "delete"}
 
 
