@@ -26,8 +26,10 @@ PAGE_LIMIT = 500
 JSON_LINES = "application/x-ndjson"
 AgentId = Annotated[str, PathParameter(max_length=MAX_ID_CHARS)]
 Limit = Annotated[int, QueryParameter(ge=1, le=PAGE_LIMIT)]
-Cursor = Annotated[int, QueryParameter(ge=0)]
-ItemId = Annotated[int, PathParameter(ge=1)]
+# SQLite integers are 64-bit: a larger id or cursor is a 400, not an overflow.
+MAX_ROW_ID = 2**63 - 1
+Cursor = Annotated[int, QueryParameter(ge=0, le=MAX_ROW_ID)]
+ItemId = Annotated[int, PathParameter(ge=1, le=MAX_ROW_ID)]
 Salience = Annotated[float, msgspec.Meta(ge=0.0, le=1.0)]
 Content = Annotated[str, msgspec.Meta(min_length=1, max_length=10_000, pattern=r"\S")]
 
@@ -94,7 +96,7 @@ async def agent_facts(
     status: Annotated[Literal["current", "superseded", "all"], QueryParameter()] = "current",
     q: Annotated[str | None, QueryParameter(max_length=1000)] = None,
     limit: Annotated[int, QueryParameter(ge=1, le=PAGE_LIMIT)] = 100,
-    cursor: Annotated[int, QueryParameter(ge=0)] = 0,
+    cursor: Cursor = 0,
 ) -> Any:
     """The agent's facts in the order they were stored, a page at a time: pass the answer's
     `next_cursor` as `cursor` for the next page (null: no more)."""

@@ -69,6 +69,10 @@ BODIES: dict[str, st.SearchStrategy[Any]] = {
         optional={"scope": texts, "top_k": json_values, "days": json_values},
     ),
     "/memory/preview": st.fixed_dictionaries({"agent_id": ids, "messages": messages | json_values}),
+    "/agents/fuzz/facts": st.fixed_dictionaries(
+        {"content": texts | json_values},
+        optional={"kind": texts | json_values, "salience": json_values, "pinned": json_values},
+    ),
     "/memory/consolidate": st.fixed_dictionaries({}, optional={"agent_id": ids}),
     "/memory/dead-letters/retry": st.fixed_dictionaries({}, optional={"agent_id": ids}),
 }
@@ -141,6 +145,26 @@ def test_imports_of_any_records_never_get_a_server_error(server: ProxyServer) ->
         assert_not_a_server_error(response)
         exported = httpx.get(f"{server.url}/agents/{quote(agent, safe='')}/export", timeout=30)
         assert_not_a_server_error(exported)
+
+    check()
+
+
+def test_fact_edits_of_any_shape_never_get_a_server_error(server: ProxyServer) -> None:
+    created = httpx.post(server.url + "/agents/fuzz/facts", json={"content": "User likes tea."})
+    assert created.status_code == 201, created.text
+    fact_id = created.json()["id"]
+
+    @settings(max_examples=EXAMPLES, deadline=None, database=None,
+              suppress_health_check=[HealthCheck.too_slow])
+    @given(body=st.fixed_dictionaries({}, optional={
+        "content": texts | json_values, "salience": json_values, "pinned": json_values,
+    }) | json_values, target=st.sampled_from([str(fact_id), "0", "-1", "99999999999999999999",
+                                              "x", "1.5"]))
+    def check(body: Any, target: str) -> None:
+        for method in ("PATCH", "GET", "DELETE"):
+            response = httpx.request(method, f"{server.url}/agents/fuzz/facts/{target}",
+                                     json=body if method == "PATCH" else None, timeout=30)
+            assert_not_a_server_error(response)
 
     check()
 
