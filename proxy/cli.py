@@ -8,6 +8,7 @@ import json
 import logging
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 from mnemoproxy.config.settings import SETTINGS_TABLE, Settings, describe_range, load_settings
@@ -45,6 +46,11 @@ def build_parser() -> argparse.ArgumentParser:
     actions.add_parser("list", help="the keys (ids, agents, admin, created, revoked)")
     revoke = actions.add_parser("revoke", help="revoke a key by its id")
     revoke.add_argument("key_id")
+    evaluate = commands.add_parser(
+        "eval", help="measure memory quality through the API (make eval; a source checkout)",
+        add_help=False)
+    evaluate.add_argument("options", nargs=argparse.REMAINDER,
+                          help="tests/benchmarks/eval_memory.py's options (--help for them)")
     mcp = commands.add_parser("mcp", help="memory's MCP tools over stdio, on data_dir")
     mcp.add_argument("--config", metavar="FILE", help="TOML settings file")
     mcp.add_argument("--data-dir", dest="data_dir", default=None, metavar="DIR")
@@ -73,6 +79,21 @@ def keys_command(args: argparse.Namespace) -> int:
     elif keys.revoke(args.key_id) is None:
         print(f"mnemoproxy: no active key {args.key_id!r} in {keys.path}", file=sys.stderr)
         return 1
+    return 0
+
+
+def evaluate_memory(options: Sequence[str]) -> int:
+    """`mnemoproxy eval`: the memory evaluation (tests/benchmarks/eval_memory.py), which lives
+    with the tests in a source checkout (the package's root is the repository's)."""
+    root = Path(__file__).resolve().parent.parent
+    if not (root / "tests" / "benchmarks" / "eval_memory.py").is_file():
+        print("mnemoproxy: eval needs a source checkout of mnemoproxy (its tests/benchmarks)",
+              file=sys.stderr)
+        return 2
+    sys.path.insert(0, str(root))
+    from tests.benchmarks.eval_memory import main as evaluate
+
+    evaluate(list(options))
     return 0
 
 
@@ -105,8 +126,11 @@ def serve(settings: Settings) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    given = list(sys.argv[1:] if argv is None else argv)
+    if given[:1] == ["eval"]:  # every option after it is the evaluation's own
+        return evaluate_memory(given[1:])
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args = parser.parse_args(given)
     if args.command is None:
         parser.print_help()
         return 0

@@ -75,3 +75,10 @@ def test_commands_on_a_running_proxy_with_keys(fake_upstream, tmp_path, capsys):
 def test_a_bare_mnemoproxy_prints_help(capsys):
     assert main([]) == 0
     assert "usage: mnemoproxy" in capsys.readouterr().out
+
+
+def test_eval_takes_the_evaluations_own_options(capsys):
+    with pytest.raises(SystemExit) as done:
+        main(["eval", "--help"])
+    assert done.value.code == 0
+    assert "--neighbour" in capsys.readouterr().out
