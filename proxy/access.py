@@ -22,14 +22,16 @@ from __future__ import annotations
 
 import ipaddress
 import logging
+import re
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import unquote
 
 from litestar import Request
 from litestar.types import ASGIApp, Receive, Scope, Send
 
 from mnemoproxy.config.settings import Settings
-from mnemoproxy.errors import SettingError
+from mnemoproxy.errors import InvalidArgument, SettingError
 from mnemoproxy.memory import Memory
 from mnemoproxy.proxy.errors import Forbidden, NotAuthenticated, UnsupportedMediaType
 from mnemoproxy.proxy.keys import Key, KeyFile
@@ -126,6 +128,18 @@ async def record_change(
         audit.info("%s by %s for every agent", action, who.name)
 
 
+def routed_path(scope: Scope) -> str:
+    """The path as it is routed, whatever its spelling: percent-decoded, repeated slashes
+    collapsed, no trailing slash (a mounted app, /mcp, sees its own path in scope["path"];
+    the request's is raw_path). Dot segments are refused: `/v1/../agents` must not pass as a /v1 route, nor
+    reach the upstream outside its base path."""
+    raw = scope.get("raw_path")
+    path = unquote(raw.decode("latin-1")) if isinstance(raw, bytes) and raw else scope["path"]
+    if any(segment in (".", "..") for segment in path.split("/")):
+        raise InvalidArgument("a path may not hold '.' or '..' segments", param="path")
+    return re.sub("/{2,}", "/", path).rstrip("/") or "/"
+
+
 def _split(names: str) -> frozenset[str]:
     return frozenset(n.strip().lower().rstrip("/") for n in names.split(",") if n.strip())
 
@@ -141,6 +155,7 @@ def _host_of(value: str) -> str:
 def guard(settings: Settings, keys: KeyFile) -> Any:
     """Litestar middleware applying the checks above to every HTTP request."""
     hosts = LOOPBACK_NAMES | _split(settings.allowed_hosts) | {settings.host.lower()}
+    loopback = is_loopback(settings.host)
     origins = _split(settings.allowed_origins)
 
     def host_allowed(host: str) -> bool:
@@ -175,9 +190,7 @@ def guard(settings: Settings, keys: KeyFile) -> Any:
                         "to allowed_origins to let that site call the proxy",
                         code="origin_not_allowed",
                     )
-            # As requested: a mounted app (/mcp) sees its own path in scope["path"].
-            raw = scope.get("raw_path")
-            path = raw.decode("latin-1") if isinstance(raw, bytes) and raw else scope["path"]
+            path = routed_path(scope)
             json_route = not path.startswith("/v1/") or path == "/v1/chat/completions"
             has_body = headers.get("content-length", "0") != "0" or (
                 "transfer-encoding" in headers)
@@ -190,6 +203,11 @@ def guard(settings: Settings, keys: KeyFile) -> Any:
                     )
             active = keys.active
             who = Caller(None)
+            if not active and not loopback and path not in _OPEN_PATHS:
+                # Reachable from other machines and every key revoked: closed, not open.
+                raise NotAuthenticated(
+                    f"this proxy listens on {settings.host} and has no active key: an admin "
+                    "adds one with `mnemoproxy keys add --admin`")
             if active:
                 authorization = headers.get("authorization", "")
                 scheme, _, secret = authorization.partition(" ")

@@ -215,3 +215,30 @@ async def test_changes_through_the_api_are_in_the_processing_log_with_the_key(ke
     assert {"action": "POST /memory/ingest", "by": admin_id} in changes  # the fixture's seed
     assert f"POST /memory/consolidate by {admin_id} for every agent" in caplog.text
     assert f"POST /memory/search by {right_id}" not in caplog.text  # not called here
+
+
+def test_no_spelling_of_a_path_gets_around_the_guard(keyed):
+    server, secrets, _ = keyed
+    bound = {"Authorization": f"Bearer {secrets['right']}"}
+    rpc = {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}
+    for path in ("/mcp/", "/%6Dcp/", "//mcp/"):
+        assert httpx.post(server.url + path, headers=bound, json=rpc).status_code == 403, path
+    for path in ("/metrics", "/%6Detrics", "//metrics"):
+        assert httpx.get(server.url + path, headers=bound).status_code == 403, path
+    for path in ("/v1/chat/completions", "/v1/chat/%63ompletions", "/v1/chat/completions/"):
+        response = httpx.post(server.url + path, content=b"{}",
+                              headers={**bound, "Content-Type": "text/plain"})
+        assert response.status_code == 415, path
+    for path in ("/v1/%2E%2E/agents/bo", "/agents/%2E/ana", "/v1/%2e%2e/%2e%2e/x"):
+        assert httpx.get(server.url + path, headers=bound).status_code == 400, path
+
+
+def test_a_reachable_proxy_whose_keys_are_all_revoked_is_closed(fake_upstream, tmp_path):
+    keys = KeyFile(tmp_path / "keys.json")
+    key, _ = keys.add(agents=None, admin=True)
+    settings = memory_settings(fake_upstream, tmp_path, host="0.0.0.0", keys_file=str(keys.path))
+    with ProxyServer(settings) as server:
+        assert main(["keys", "--keys-file", str(keys.path), "revoke", key.id]) == 0
+        time.sleep(1.1)  # the key file is re-read within a second
+        assert httpx.get(server.url + "/agents").status_code == 401
+        assert httpx.get(server.url + "/health").status_code == 200
