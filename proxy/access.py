@@ -131,8 +131,8 @@ async def record_change(
 def routed_path(scope: Scope) -> str:
     """The path as it is routed, whatever its spelling: percent-decoded, repeated slashes
     collapsed, no trailing slash (a mounted app, /mcp, sees its own path in scope["path"];
-    the request's is raw_path). Dot segments are refused: `/v1/../agents` must not pass as a /v1 route, nor
-    reach the upstream outside its base path."""
+    the request's is raw_path). Dot segments are refused: `/v1/../agents` must not pass as
+    a /v1 route, nor reach the upstream outside its base path."""
     raw = scope.get("raw_path")
     path = unquote(raw.decode("latin-1")) if isinstance(raw, bytes) and raw else scope["path"]
     if any(segment in (".", "..") for segment in path.split("/")):
