@@ -41,6 +41,7 @@ of comparing every pair (tests/benchmarks/bench_consolidate.py measures a pass).
 from __future__ import annotations
 
 import asyncio
+import logging
 import math
 import time
 from collections import Counter, defaultdict
@@ -52,6 +53,8 @@ from typing import TYPE_CHECKING, Any
 from mnemoproxy.errors import InvalidArgument
 from mnemoproxy.memory.facts import NEAR_DUPLICATE_JACCARD, normalise
 from mnemoproxy.memory.store.db import require_agent
+
+log = logging.getLogger(__name__)
 
 if TYPE_CHECKING:
     from mnemoproxy.memory.store import Store
@@ -182,12 +185,18 @@ async def consolidate(
     agents = [require_agent(agent_id)] if agent_id is not None else await store.agent_ids()
     report = ConsolidationReport(agents=len(agents))
     for agent in agents:
-        await _consolidate_agent(
-            store, agent, report,
-            salience_floor=salience_floor,
-            ended_before=now - episode_retention_days * SECONDS_PER_DAY,
-            now=now,
-        )
+        try:
+            await _consolidate_agent(
+                store, agent, report,
+                salience_floor=salience_floor,
+                ended_before=now - episode_retention_days * SECONDS_PER_DAY,
+                now=now,
+            )
+        except Exception:
+            if agent_id is not None:
+                raise
+            # One agent's bad row must not stop every other agent's consolidation.
+            log.exception("consolidating agent %s failed; the others go on", agent)
     report.seconds = time.perf_counter() - started
     return report
 

@@ -61,7 +61,16 @@ def test_bad_imports_are_refused_clearly_and_change_nothing(memory_proxy):
                         (b'{"type": "planet"}\n', "type"),
                         (b'{"type": "session", "key": "s"}\n', "started_at"),
                         (b'{"type": "fact", "ref": 1, "kind": "rumour", "content": "x", '
-                         b'"valid_from": 1, "created_at": 1, "updated_at": 1}\n', "kind")):
+                         b'"valid_from": 1, "created_at": 1, "updated_at": 1}\n', "kind"),
+                        (b'{"type": "session", "key": "s", "started_at": NaN}\n', "started_at"),
+                        (b'{"type": "fact", "ref": 1, "kind": "pinned", "content": "x", '
+                         b'"valid_from": 1e300, "created_at": 1, "updated_at": 1}\n',
+                         "valid_from"),
+                        (b'{"type": "fact", "ref": 1, "kind": "pinned", "content": "x", '
+                         b'"valid_from": 1, "created_at": 1, "updated_at": 1, '
+                         b'"use_count": 1180591620717411303424}\n', "use_count"),
+                        (b'{"type": "episode", "summary": "s", "created_at": 1, "topics": 5}\n',
+                         "topics")):
         response = httpx.post(f"{memory_proxy.url}/agents/x/import", content=body,
                               headers={"Content-Type": "application/x-ndjson"})
         assert response.status_code == 400, body

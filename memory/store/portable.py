@@ -14,6 +14,7 @@ is already there is kept, so importing the same file twice adds nothing.
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Iterable
 from typing import Any
 
@@ -90,20 +91,11 @@ class PortableQueries(Database):
         by_type: dict[str, list[dict[str, Any]]] = {}
         for record in records:
             by_type.setdefault(str(record.get("type")), []).append(record)
-        unknown = set(by_type) - set(_REQUIRED)
+        unknown = set(by_type) - set(_FIELDS) | ({"message"} & set(by_type))
         if unknown:
             raise InvalidArgument(f"unknown record type {sorted(unknown)[0]!r}", param="type")
-        for kind, given in by_type.items():
-            for position, record in enumerate(given):
-                _check(kind, position, record, _REQUIRED[kind])
-                if kind == "session":
-                    for m, message in enumerate(record.get("messages") or []):
-                        _check("message", m, message, _MESSAGE)
-                        if message["role"] not in ("user", "assistant"):
-                            raise InvalidArgument("a message's role is user or assistant",
-                                                  param="messages.role")
-                if kind == "fact" and record["kind"] not in ("pinned", "identity"):
-                    raise InvalidArgument("a fact's kind is pinned or identity", param="kind")
+        by_type = {kind: [_clean(kind, n, record) for n, record in enumerate(given)]
+                   for kind, given in by_type.items()}
         agent = (by_type.get("agent") or [{}])[0]
         try:
             async with self._write() as db:
@@ -196,28 +188,83 @@ class PortableQueries(Database):
         return added
 
 
-# The fields each record type must carry, and their types.
-_NUMBER = (int, float)
-_REQUIRED: dict[str, dict[str, Any]] = {
-    "agent": {},
-    "session": {"key": str, "started_at": _NUMBER, "messages": list},
-    "fact": {"ref": int, "kind": str, "content": str, "valid_from": _NUMBER,
-             "created_at": _NUMBER, "updated_at": _NUMBER},
-    "episode": {"summary": str, "created_at": _NUMBER},
-    "entity": {"name": str, "first_seen": _NUMBER, "last_seen": _NUMBER},
+# Every field of every record type: (its type, required, its default). Types: "time" a
+# finite number of seconds within the years 1900-2999 (None allowed when not required and
+# no default), "count" a non-negative 64-bit integer, "score" a number in [0, 1], "text" a
+# string, "texts" a list of strings, "key" a non-empty string, "ref" a positive integer.
+_EARLIEST, _LATEST = -2_208_988_800, 32_503_680_000
+_MAX_INT = 2**63 - 1
+_FIELDS: dict[str, dict[str, tuple[str, bool, Any]]] = {
+    "agent": {"created_at": ("time", False, None), "last_active": ("time", False, None)},
+    "session": {"key": ("key", True, None), "started_at": ("time", True, None),
+                "last_turn_at": ("time", False, None), "distilled_at": ("time", False, None),
+                "messages": ("messages", False, [])},
+    "message": {"turn_index": ("count", True, None), "role": ("role", True, None),
+                "content": ("text", True, None), "at": ("time", True, None)},
+    "fact": {"ref": ("ref", True, None), "kind": ("kind", True, None),
+             "content": ("key", True, None), "slot": ("text", False, None),
+             "tags": ("texts", False, []), "salience": ("score", False, 0.5),
+             "source_count": ("count", False, 1), "use_count": ("count", False, 0),
+             "last_used": ("time", False, None), "valid_from": ("time", True, None),
+             "valid_to": ("time", False, None), "created_at": ("time", True, None),
+             "updated_at": ("time", True, None), "deleted_at": ("time", False, None),
+             "promoted_at": ("time", False, None), "pinned_at": ("time", False, None),
+             "superseded_by": ("ref", False, None), "session": ("text", False, None)},
+    "episode": {"summary": ("key", True, None), "topics": ("texts", False, []),
+                "entities": ("texts", False, []), "decisions": ("texts", False, []),
+                "action_items": ("texts", False, []), "salience": ("score", False, 0.5),
+                "started_at": ("time", False, None), "ended_at": ("time", False, None),
+                "created_at": ("time", True, None), "use_count": ("count", False, 0),
+                "last_used": ("time", False, None), "deleted_at": ("time", False, None),
+                "session": ("text", False, None)},
+    "entity": {"name": ("key", True, None), "mention_count": ("count", False, 0),
+               "first_seen": ("time", True, None), "last_seen": ("time", True, None)},
 }
-_MESSAGE = {"turn_index": int, "role": str, "content": str, "at": _NUMBER}
 
 
-def _check(kind: str, n: int, record: Any, fields: dict[str, Any]) -> None:
+def _valid(kind: str, value: Any) -> bool:
+    number = isinstance(value, int | float) and not isinstance(value, bool)
+    if kind == "time":
+        return number and math.isfinite(value) and _EARLIEST <= value <= _LATEST
+    if kind in ("count", "ref"):
+        return (isinstance(value, int) and not isinstance(value, bool)
+                and (1 if kind == "ref" else 0) <= value <= _MAX_INT)
+    if kind == "score":
+        return number and math.isfinite(value) and 0.0 <= value <= 1.0
+    if kind == "text":
+        return isinstance(value, str)
+    if kind == "key":
+        return isinstance(value, str) and bool(value.strip())
+    if kind == "texts":
+        return isinstance(value, list) and all(isinstance(v, str) for v in value)
+    if kind == "role":
+        return value in ("user", "assistant")
+    if kind == "kind":
+        return value in ("pinned", "identity")
+    return isinstance(value, list)  # messages: each checked on its own
+
+
+def _clean(kind: str, n: int, record: Any) -> dict[str, Any]:
+    """The record with every field checked and defaults filled; a 400 naming the field
+    otherwise (what is stored must be what reads and consolidation can use)."""
     if not isinstance(record, dict):
         raise InvalidArgument(f"{kind} record {n} is not an object", param=kind)
-    for name, wanted in fields.items():
+    clean: dict[str, Any] = {"type": kind}
+    for name, (type_, required, default) in _FIELDS[kind].items():
         value = record.get(name)
-        if not isinstance(value, wanted) or isinstance(value, bool):
-            what = getattr(wanted, "__name__", "number")
-            raise InvalidArgument(
-                f"{kind} record {n}: {name!r} is missing or not a {what}", param=name)
+        if value is None:
+            if required:
+                raise InvalidArgument(f"{kind} record {n}: {name!r} is missing", param=name)
+            clean[name] = list(default) if isinstance(default, list) else default
+        elif _valid(type_, value):
+            clean[name] = value
+        else:
+            raise InvalidArgument(f"{kind} record {n}: {name!r} is not a valid {type_}",
+                                  param=name)
+    if kind == "session":
+        clean["messages"] = [_clean("message", m, message)
+                             for m, message in enumerate(clean["messages"])]
+    return clean
 
 
 def _columns(names: tuple[str, ...], values: Iterable[Any]) -> dict[str, Any]:
