@@ -16,7 +16,7 @@ from collections.abc import Callable
 _EMAIL = re.compile(r"\b[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}\b")
 _IBAN = re.compile(r"\b[A-Z]{2}\d{2}(?:\s?[A-Z0-9]{4}){2,7}(?:\s?[A-Z0-9]{1,3})?\b")
 _CARD = re.compile(r"(?<![\d.-])\d(?:[ -]?\d){12,18}(?!\d|[.-]\d)")
-_SSN = re.compile(r"\b(?!000|666|9\d\d)\d{3}-(?!00)\d{2}-(?!0000)\d{4}\b")
+_SSN = re.compile(r"\b(?!000|666|9\d\d)\d{3}([- ])(?!00)\d{2}\1(?!0000)\d{4}\b")
 _NINO = re.compile(
     r"\b(?!BG|GB|NK|KN|TN|NT|ZZ)[A-CEGHJ-PR-TW-Z]{2}\s?\d{2}\s?\d{2}\s?\d{2}\s?[A-D]\b"
 )
@@ -28,7 +28,7 @@ _PHONE = re.compile(
     r"""
     (?<![\w+])\+\d{1,3}[\s.-]?(?:\(\d{1,4}\)[\s.-]?)?\d{1,4}(?:[\s.-]?\d{2,4}){1,4}(?!\w)
     | (?<!\w)\(\d{3}\)\s?\d{3}[\s.-]\d{4}(?!\w)
-    | (?<![\w.-])\d{3}[.-]\d{3}[.-]\d{4}(?!\w|[.-]\d)
+    | (?<![\w.-])\d{3}(?P<sep>[.\s-])\d{3}(?P=sep)\d{4}(?!\w|[.-]\d)
     | (?<![\w.-])0\d{2,4}[\s.-]\d{3,4}[\s.-]?\d{3,4}(?!\w|[.-]\d)
     """,
     re.VERBOSE,

@@ -355,7 +355,7 @@ class Memory:
     ) -> int:
         """A fact stated by hand (the agent is created if new); returns its id."""
         await self.store.ensure_agent(agent_id)
-        draft = FactDraft(content, kind, salience)  # type: ignore[arg-type]
+        draft = FactDraft(self._writer.scrub(content), kind, salience)  # type: ignore[arg-type]
         return await self.store.insert_fact(agent_id, draft)
 
     async def edit_fact(
@@ -370,6 +370,8 @@ class Memory:
             raise NotFound(f"agent {agent_id!r} has no current fact {fact_id}", param="fact_id")
         if pinned is None:
             pinned = current.pinned_at is not None
+        if content is not None:
+            content = self._writer.scrub(content)
         if content is not None and content != current.content:
             draft = FactDraft(content, current.kind,  # type: ignore[arg-type]
                               current.salience if salience is None else salience,
@@ -434,7 +436,18 @@ class Memory:
         return await self.store.export_agent(agent_id)
 
     async def import_agent(self, agent_id: str, records: list[dict[str, Any]]) -> dict[str, int]:
-        """Merge export records into the agent; what is new is embedded in the background."""
+        """Merge export records into the agent; what is new is embedded in the background.
+        Their texts are scrubbed as every other way in (credentials, personal data)."""
+        scrub = self._writer.scrub
+        for record in records:
+            if not isinstance(record, dict):
+                continue
+            for field in ("content", "summary"):
+                if isinstance(record.get(field), str):
+                    record[field] = scrub(record[field])
+            for message in record.get("messages") or []:
+                if isinstance(message, dict) and isinstance(message.get("content"), str):
+                    message["content"] = scrub(message["content"])
         return await self.store.import_agent(agent_id, records)
 
     async def audit(self, agent_id: str, action: str, by: str) -> None:

@@ -153,9 +153,11 @@ class WritePath:
         """Every turn as it is stored: credentials redacted (memory is replayed into later
         prompts, so a pasted key must not travel with it), personal data too with
         redact_pii, and with a time: its own, else the default, else now."""
-        return _stamped(turns, self._scrub, default)
+        return _stamped(turns, self.scrub, default)
 
-    def _scrub(self, text: str) -> str:
+    def scrub(self, text: str) -> str:
+        """Text as memory may store it: credentials redacted, personal data too with
+        redact_pii. Every way in goes through here (chat, ingest, facts by hand, imports)."""
         text = redact_secrets(text)
         return redact_pii(text) if self.redact_pii else text
 

@@ -3,8 +3,10 @@ numbers are left alone."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
+import httpx
 import pytest
 
 from mnemoproxy.memory.pii import redact_pii
@@ -16,6 +18,8 @@ from tests.proxy_server import ProxyServer
     ("Mail dana.w@example.co.uk today", "Mail [email] today"),
     ("Call +44 20 7946 0958.", "Call [phone]."),
     ("call (555) 123-4567 or 555-123-4567.", "call [phone] or [phone]."),
+    ("call 555 123 4567 today", "call [phone] today"),
+    ("SSN 123 45 6789.", "SSN [national_id]."),
     ("Tel 0612 345 678, ask for Ana", "Tel [phone], ask for Ana"),
     ("My card is 4111 1111 1111 1111, exp 12/27.", "My card is [card], exp 12/27."),
     ("IBAN DE89 3704 0044 0532 0130 00 please", "IBAN [iban] please"),
@@ -48,3 +52,20 @@ def test_with_redact_pii_nothing_personal_is_stored(fake_upstream, tmp_path):
     for secret in (b"dana@example.com", b"555 0132", b"4111 1111"):
         assert secret not in stored
     assert b"[email]" in stored and b"[phone]" in stored and b"[card]" in stored
+
+
+def test_every_way_in_is_scrubbed(fake_upstream, tmp_path):
+    with ProxyServer(memory_settings(fake_upstream, tmp_path, redact_pii=True)) as server:
+        added = httpx.post(server.url + "/agents/dana/facts", json={
+            "content": "Email dana@example.com, key sk-abcdefghijklmnop1234"}).json()
+        assert "dana@example.com" not in added["content"] and "sk-abc" not in added["content"]
+        edited = httpx.patch(f"{server.url}/agents/dana/facts/{added['id']}", json={
+            "content": "Call +1 415 555 0132"}).json()
+        assert "555 0132" not in edited["content"]
+        record = {"type": "session", "key": "s", "started_at": 1.7e9, "messages": [
+            {"turn_index": 0, "role": "user", "content": "I am at bo@example.org", "at": 1.7e9}]}
+        httpx.post(server.url + "/agents/dana/import", content=(json.dumps(record) + "\n").encode(),
+                   headers={"Content-Type": "application/x-ndjson"})
+    stored = b"".join(p.read_bytes() for p in Path(tmp_path / "data").rglob("*") if p.is_file())
+    for secret in (b"dana@example.com", b"sk-abcdefghijklmnop1234", b"555 0132", b"bo@example"):
+        assert secret not in stored
