@@ -398,6 +398,7 @@ class Memory:
             raise NotFound(f"agent {agent_id!r} has no session {session_id}", param="session_id")
         # The agent's index holds vectors of deleted items: rebuilt from what remains.
         await self._vectors.forget(agent_id)
+        self.store.drop_cached_entities(agent_id)
         return forgotten
 
     async def delete_episode(self, agent_id: str, episode_id: int) -> None:
@@ -425,6 +426,7 @@ class Memory:
             forgotten = await self.store.forget_agent(agent_id)
             await self._vectors.forget(agent_id)
         self._retriever.common_terms.forget(agent_id)
+        self.store.drop_cached_entities(agent_id)
         self._measured.pop(agent_id, None)
         if forgotten is not None:
             log.info("forgot agent %s: %s", agent_id, forgotten)
@@ -448,7 +450,9 @@ class Memory:
             for message in record.get("messages") or []:
                 if isinstance(message, dict) and isinstance(message.get("content"), str):
                     message["content"] = scrub(message["content"])
-        return await self.store.import_agent(agent_id, records)
+        added = await self.store.import_agent(agent_id, records)
+        self.store.drop_cached_entities(agent_id)
+        return added
 
     async def audit(self, agent_id: str, action: str, by: str) -> None:
         """Note in the agent's processing log who changed its memory through the API."""

@@ -165,3 +165,18 @@ def test_a_pinned_fact_outlives_consolidation(memory_proxy):
     assert unpinned.json()["pinned"] is False
     httpx.post(url + "/memory/consolidate", json={"agent_id": "dana"})
     assert httpx.get(url + "/agents/dana/facts").json()["facts"] == []
+
+
+def test_forgetting_the_middle_of_three_values_keeps_the_latest_current(memory_proxy):
+    url = memory_proxy.url
+    for n, city in ((1, "Berlin"), (2, "Paris"), (3, "Rome")):
+        httpx.post(url + "/memory/ingest", json={
+            "agent_id": "dana", "conversation_id": f"c{n}", "session_date": f"2024-05-0{n}",
+            "turns": [{"user": f"I live in {city}.", "assistant": "Noted."}]})
+    sessions = httpx.get(url + "/agents/dana/sessions").json()["sessions"]
+    middle = next(s["id"] for s in sessions if s["conversation_id"] == "c2")
+    assert httpx.delete(f"{url}/agents/dana/sessions/{middle}").status_code == 200
+    current = [f["content"] for f in httpx.get(url + "/agents/dana/facts").json()["facts"]]
+    assert any("Rome" in c for c in current) and not any("Berlin" in c for c in current)
+    history = httpx.get(url + "/agents/dana/facts?status=superseded").json()["facts"]
+    assert [("Berlin" in f["content"]) for f in history] == [True]

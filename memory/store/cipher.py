@@ -10,7 +10,7 @@ digits (used as the raw key). It is read once at start-up, never logged or store
 from __future__ import annotations
 
 import sqlite3
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +23,7 @@ HEX_KEY_LENGTH = 64
 class Cipher:
     """How the store's connections are opened: plain, or keyed."""
 
-    key: str | None = None
+    key: str | None = field(default=None, repr=False)  # never in a log or a traceback
 
     @classmethod
     def from_file(cls, key_file: str) -> Cipher:

@@ -9,6 +9,8 @@ text (VACUUM rewrites the file without free pages; the WAL is checkpointed and t
 
 from __future__ import annotations
 
+import asyncio
+
 from mnemoproxy.memory.store.db import Database, require_agent
 
 # Per item table: its type name in the embedding tables, and its FTS mirror.
@@ -67,13 +69,16 @@ class ForgetQueries(Database):
             said = ((await cursor.fetchone()) or [""])[0] or ""
             cursor = await db.execute("SELECT name FROM entities WHERE agent_id = ?", (agent_id,))
             named = [row[0] for row in await cursor.fetchall() if row[0].lower() in said]
-            # A value only this session replaced is current again ("I moved to Paris"
-            # forgotten: "lives in Berlin" is what memory knows).
+            # A value replaced by one going away is replaced by what replaced that one, or,
+            # when that one was current, is current again ("I moved to Paris" forgotten:
+            # "lives in Berlin" is what memory knows).
             await db.execute(
-                "UPDATE facts SET superseded_by = NULL, valid_to = NULL WHERE agent_id = ? "
-                "AND superseded_by IN "
-                f"(SELECT id FROM facts WHERE agent_id = ? AND {owned['facts']})",
-                (agent_id, agent_id, session_id))
+                "UPDATE facts SET superseded_by = gone.superseded_by, valid_to = CASE WHEN "
+                "gone.superseded_by IS NULL AND gone.valid_to IS NULL THEN NULL ELSE "
+                "facts.valid_to END FROM (SELECT id, superseded_by, valid_to FROM facts "
+                f"WHERE agent_id = ? AND {owned['facts']}) AS gone "
+                "WHERE facts.agent_id = ? AND facts.superseded_by = gone.id",
+                (agent_id, session_id, agent_id))
             counts: dict[str, int] = {}
             for table, item_type in _ITEMS:
                 where = owned[table]
@@ -96,7 +101,7 @@ class ForgetQueries(Database):
                 if await cursor.fetchone() is None:
                     await db.execute("DELETE FROM entities WHERE agent_id = ? AND name = ?",
                                      (agent_id, name))
-            for table in ("pending_signals", "sessions"):
+            for table in ("pending_signals", "processing_log", "sessions"):
                 column = "id" if table == "sessions" else "session_id"
                 await db.execute(f"DELETE FROM {table} WHERE agent_id = ? AND {column} = ?",
                                  (agent_id, session_id))
@@ -113,4 +118,9 @@ class ForgetQueries(Database):
                 await db.execute(f"INSERT INTO {table}_fts ({table}_fts) VALUES ('optimize')")
         async with self._write_lock:
             await self._writer.execute("VACUUM")  # outside any transaction
-            await self._writer.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+            for _ in range(50):  # a reader on an older snapshot keeps the WAL: wait for it
+                cursor = await self._writer.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+                busy = await cursor.fetchone()
+                if busy is None or not busy[0]:
+                    break
+                await asyncio.sleep(0.02)

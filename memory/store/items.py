@@ -198,6 +198,10 @@ class ItemQueries(Database):
             await upsert_entity_rows(db, agent_id, names, at)
         self._entity_cache.pop(agent_id, None)  # the next read fetches the new names
 
+    def drop_cached_entities(self, agent_id: str) -> None:
+        """The agent's entity names are read again (after a forget or an import)."""
+        self._entity_cache.pop(agent_id, None)
+
     async def entity_names(self, agent_id: str) -> list[str]:
         """The agent's known entity names, most mentioned first. Asked on every chat
         request, so kept in memory; this store is the only writer, so it knows when the
