@@ -14,6 +14,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 import httpx
 from rich.console import Console
@@ -99,6 +100,9 @@ def _answer(response: httpx.Response) -> Any:
 
 
 def run(args: argparse.Namespace) -> int:
+    if getattr(args, "agent_id", None):
+        # One path segment whatever the id holds ('/', '?', '#', '%'): never another agent.
+        args.agent = quote(args.agent_id, safe="")
     # httpx logs every request at INFO: noise on a command's output.
     logging.getLogger("httpx").setLevel(logging.WARNING)
     console = Console()
@@ -108,8 +112,8 @@ def run(args: argparse.Namespace) -> int:
             _show(console, args, shown, "agents",
                   ("id", "facts", "episodes", "turns", "last_active"))
         elif args.command == "show":
-            agent = _answer(http.get(f"/agents/{args.agent_id}"))
-            facts = _answer(http.get(f"/agents/{args.agent_id}/facts"))
+            agent = _answer(http.get(f"/agents/{args.agent}"))
+            facts = _answer(http.get(f"/agents/{args.agent}/facts"))
             if args.json:
                 print(json.dumps({**agent, "facts": facts["facts"]}))
             else:
@@ -125,9 +129,9 @@ def run(args: argparse.Namespace) -> int:
             if not args.yes and input(f"forget agent {args.agent_id!r} completely? [y/N] ") \
                     .strip().lower() != "y":
                 return 1
-            print(json.dumps(_answer(http.delete(f"/agents/{args.agent_id}"))))
+            print(json.dumps(_answer(http.delete(f"/agents/{args.agent}"))))
         elif args.command == "export":
-            text = _answer(http.get(f"/agents/{args.agent_id}/export"))
+            text = _answer(http.get(f"/agents/{args.agent}/export"))
             if args.output:
                 Path(args.output).write_text(text, encoding="utf-8")
             else:
@@ -145,7 +149,7 @@ def run(args: argparse.Namespace) -> int:
 def _import(http: httpx.Client, args: argparse.Namespace, console: Console) -> int:
     path = Path(args.file)
     if args.format == "export":
-        answer = _answer(http.post(f"/agents/{args.agent_id}/import", content=path.read_bytes(),
+        answer = _answer(http.post(f"/agents/{args.agent}/import", content=path.read_bytes(),
                                    headers={"Content-Type": "application/x-ndjson"}))
         print(json.dumps(answer))
         return 0
