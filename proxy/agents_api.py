@@ -7,7 +7,6 @@ every change lands in the agent's processing log with the key that made it.
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Annotated, Any, Literal
 
 import msgspec
@@ -298,21 +297,7 @@ async def delete_fact(
     return {"agent_id": agent_id, "fact_id": fact_id, "deleted": True}
 
 
-INSPECTOR = Path(__file__).parent / "static" / "inspector.html"
-
-
-@route("/ui", http_method=["GET"], include_in_schema=False)
-async def inspector() -> Response[bytes]:
-    """The web inspector: one page over the routes above (agents, facts, episodes, sessions,
-    search; add, delete, forget). It sends the key typed into it, like any client."""
-    return Response(INSPECTOR.read_bytes(), media_type="text/html; charset=utf-8",
-                    headers={"Content-Security-Policy": "default-src 'self'; "
-                             "script-src 'unsafe-inline'; style-src 'unsafe-inline'",
-                             "X-Frame-Options": "DENY"})
-
-
 AGENT_ROUTES = [
-    inspector,
     agents, agent, agent_facts, agent_sessions, agent_session, agent_episodes, add_fact,
     get_fact, edit_fact, delete_fact, forget_session, delete_episode, forget_agent,
     export_agent, import_agent,

@@ -25,6 +25,7 @@ from mnemoproxy.proxy.body_deadline import body_deadline
 from mnemoproxy.proxy.chat import chat_completions
 from mnemoproxy.proxy.chat_memory import open_memory
 from mnemoproxy.proxy.errors import EXCEPTION_HANDLERS
+from mnemoproxy.proxy.inspector import INSPECTOR_ROUTES
 from mnemoproxy.proxy.keys import KeyFile, keys_path
 from mnemoproxy.proxy.mcp_server import build_mcp, http_app
 from mnemoproxy.proxy.memory_api import MEMORY_ROUTES, TYPE_DECODERS
@@ -103,7 +104,7 @@ def create_app(
     return Litestar(
         route_handlers=[
             chat_completions, pass_through, health, metrics, mcp_route, *MEMORY_ROUTES,
-            *AGENT_ROUTES,
+            *AGENT_ROUTES, *INSPECTOR_ROUTES,
         ],
         dependencies={"services": Provide(_services, sync_to_thread=False)},
         exception_handlers=EXCEPTION_HANDLERS,
