@@ -9,7 +9,9 @@
     │   └── UpstreamTimeout     it did not answer in time
     ├── MemoryDisabled          memory is off on this proxy
     ├── MemoryFailure           the memory store failed
-    └── DistillError            the core model answered, but nothing usable
+    ├── DistillError            the core model answered, but nothing usable
+    └── CoreModelCapped         the core model's tokens for today are spent (never HTTP:
+                                its callers fall back to their rule-based twins)
 
 memory/ and gate/ raise these and know nothing of HTTP; proxy/errors.py maps each class to
 its status and OpenAI error type in one table. Third-party exceptions are translated where
@@ -74,3 +76,10 @@ class DistillError(MnemoError):
     def __init__(self, reason: str):
         super().__init__(f"Distiller output was unusable: {reason}")
         self.reason = reason
+
+
+class CoreModelCapped(MnemoError):
+    """The core model was not called: today's `core_model_daily_tokens` are spent. Whoever
+    asked falls back to doing without it (the rule distiller, the heuristic gate)."""
+
+    code = "core_model_capped"

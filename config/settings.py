@@ -155,6 +155,15 @@ class Settings:
         low=-2,
         high=2,
     )
+    core_model_daily_tokens: int = _setting(
+        0,
+        "Most core-model tokens (prompt and completion, as the server reports them in its "
+        "usage) spent per UTC day, counted by this process since it started; past it "
+        "distillation uses the rule-based distiller and relevance_gate_mode=llm the "
+        "heuristic until the day ends (/health and /metrics say so). 0: no cap.",
+        low=0,
+        high=1_000_000_000_000,
+    )
     core_concurrency: int = _setting(
         1,
         "Distillations sent to the core model at once; more wait their turn in the "

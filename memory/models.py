@@ -60,6 +60,8 @@ class Distillation:
     identity: list[FactDraft] = field(default_factory=list)
     # Facts the distiller proposed that the user's words did not support (dropped).
     ungrounded: int = 0
+    # Why another distiller than the configured one wrote this (the core model was capped).
+    fallback: str | None = None
 
     @property
     def empty(self) -> bool:

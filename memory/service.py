@@ -24,6 +24,8 @@ import numpy as np
 from mnemoproxy.config.settings import Settings
 from mnemoproxy.errors import NotFound
 from mnemoproxy.memory.consolidate import ConsolidationReport, consolidate
+from mnemoproxy.memory.core_budget import BudgetedCoreModel, CoreBudget
+from mnemoproxy.memory.distill.fallback import CapFallbackDistiller
 from mnemoproxy.memory.distill.llm import LLMDistiller
 from mnemoproxy.memory.distill.protocol import Distiller
 from mnemoproxy.memory.distill.rules import RuleDistiller, assign_slots
@@ -78,8 +80,14 @@ class Memory:
         # The SQL layer, for upkeep tools and tests; callers outside memory/ use the methods.
         self.store = store
         self._embedder = embedder
+        # Every core-model call spends from one daily budget, counted by purpose.
+        self.core_budget = CoreBudget(settings.core_model_daily_tokens)
         # The core model, when one is configured: the distiller's, lent to the LLM gate.
-        self.core_model = core_model
+        self.core_model: CoreModel | None = None
+        distiller_core: CoreModel | None = None
+        if core_model is not None:
+            self.core_model = BudgetedCoreModel(core_model, self.core_budget, "relevance_gate")
+            distiller_core = BudgetedCoreModel(core_model, self.core_budget, "distill")
         self._vectors = VectorIndexes(
             Path(settings.data_dir) / VECTORS_FOLDER, store, embedder,
             persist=not settings.encryption_key_file,
@@ -88,7 +96,7 @@ class Memory:
         self._retriever = Retriever(store, self._vectors, embedder)
         self._writer = WritePath(
             store,
-            make_distiller(settings, core_model),
+            make_distiller(settings, distiller_core),
             debounce_seconds=settings.summary_debounce_seconds,
             max_attempts=settings.distill_max_attempts,
             identity_max_facts=settings.identity_max_facts,
@@ -470,6 +478,15 @@ class Memory:
             "status": "ok",
         }
 
+    def activity(self) -> dict[str, Any]:
+        """What memory did since start-up, without touching the store: distillations by
+        outcome ("fallback": by the rules, the core model being capped for the day), and
+        the core model's tokens by purpose against `core_model_daily_tokens`."""
+        return {
+            "distillations": dict(self._writer.outcomes),
+            "core_model": self.core_budget.status(),
+        }
+
     async def drain(self) -> int:
         """Embed everything still without a vector now (for callers that cannot wait for the
         background worker); returns how many items were embedded."""
@@ -507,11 +524,13 @@ class Memory:
 
 def make_distiller(settings: Settings, core: CoreModel | None) -> Distiller:
     if core is not None:
-        return LLMDistiller(
+        llm = LLMDistiller(
             core,
             timeout=settings.core_timeout_seconds,
             max_tokens=settings.core_max_tokens,
             context_tokens=settings.core_context_tokens,
             concurrency=settings.core_concurrency,
         )
+        # A capped core model refuses its calls: the rules distil until the day ends.
+        return CapFallbackDistiller(llm, RuleDistiller())
     return RuleDistiller()

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections import Counter
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
@@ -50,6 +51,8 @@ class DistillOutcome:
     identity_facts: int = 0
     turns: int = 0
     retry_in_seconds: float | None = None
+    # Distilled, but not by the configured distiller: why (the core model was capped).
+    fallback: str | None = None
 
     def as_dict(self) -> dict[str, Any]:
         return {k: v for k, v in asdict(self).items() if v is not None}
@@ -85,6 +88,9 @@ class WritePath:
         self.assign_slots = assign_slots
         self.breaker = breaker or CircuitBreaker()
         self.scheduler = DebounceScheduler(debounce_seconds, self._scheduled_run)
+        # Distillations since start-up by outcome: a status, or "fallback" for one distilled
+        # by the rules standing in for the core model (/health and /metrics show them).
+        self.outcomes: Counter[str] = Counter()
 
     async def start(self) -> int:
         """Re-arm every session that still has pending signals (after a restart or crash)."""
@@ -214,6 +220,13 @@ class WritePath:
     async def distil_session(
         self, agent_id: str, session_id: int, session_date: datetime | None = None
     ) -> DistillOutcome:
+        outcome = await self._distil(agent_id, session_id, session_date)
+        self.outcomes["fallback" if outcome.fallback else outcome.status] += 1
+        return outcome
+
+    async def _distil(
+        self, agent_id: str, session_id: int, session_date: datetime | None
+    ) -> DistillOutcome:
         signals = await self.store.pending_signals(agent_id, session_id)
         if not signals:
             return DistillOutcome("nothing_pending", "no pending turns in this session")
@@ -242,7 +255,8 @@ class WritePath:
         except Exception as exc:  # a distiller bug or input it cannot take
             log.exception("distilling session %s of %s raised", session_id, agent_id)
             return await self._failed(agent_id, session_id, ids, repr(exc))
-        self.breaker.record_success()
+        if distillation.fallback is None:  # the rules standing in say nothing of the model
+            self.breaker.record_success()
         drafts = [*distillation.identity, *distillation.pinned]
         first_at = signals[0].at
         last_at = max((t.at.timestamp() for t in context.turns if t.at), default=first_at)
@@ -275,15 +289,17 @@ class WritePath:
             **asdict(applied),
             facts_ungrounded=distillation.ungrounded,
             turns=len(signals),
+            fallback=distillation.fallback,
         )
         if applied.episode_id is None and not drafts:
             outcome.reason = "nothing worth remembering in this session"
         log.info(
             "distilled session %s of %s (%d turns): episode %s, facts %d added, %d merged,"
-            " %d superseded, %d as history, %d dropped as ungrounded; %.2f s",
+            " %d superseded, %d as history, %d dropped as ungrounded; %.2f s%s",
             session_id, agent_id, len(signals), applied.episode_id, applied.facts_added,
             applied.facts_merged, applied.facts_superseded, applied.facts_historical,
             distillation.ungrounded, time.perf_counter() - started,
+            f" ({distillation.fallback})" if distillation.fallback else "",
         )
         return outcome
 

@@ -7,6 +7,8 @@ confidence): whether answering needs what memory holds of the user. It can withh
 such a block, never add one where the heuristic saw no reason, and never widen one.
 Anything else (an error, a timeout, an answer that is not yes or no) leaves the
 heuristic's decision as it was, so the chat never waits long or breaks for the model.
+Past `core_model_daily_tokens` the model is not asked at all: the heuristic decides alone,
+as in mode heuristic, until the UTC day ends (memory logs that once).
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ import asyncio
 import json
 import logging
 
+from mnemoproxy.errors import CoreModelCapped
 from mnemoproxy.gate.relevance.heuristic import HeuristicGate
 from mnemoproxy.gate.relevance.scan import scan_window
 from mnemoproxy.gate.relevance.types import CoreModel, GateContext, GateDecision
@@ -76,6 +79,8 @@ class LLMGate:
                 )
         except TimeoutError:
             return self._unanswered(decision, "timeout")
+        except CoreModelCapped:
+            return self._unanswered(decision, "core_model_daily_tokens reached")
         except Exception as exc:  # the arbiter is optional; the chat is not
             log.warning("llm relevance gate failed, keeping the heuristic's decision: %r", exc)
             return self._unanswered(decision, type(exc).__name__)
