@@ -9,8 +9,10 @@ import logging
 import re
 from typing import Any
 
+import msgspec
 from litestar import Request, Response
 from litestar.exceptions import HTTPException, ValidationException
+from litestar.openapi.datastructures import ResponseSpec
 
 from mnemoproxy.errors import (
     DistillError,
@@ -78,10 +80,50 @@ def http_status(exc: MnemoError) -> tuple[int, str]:
     return HTTP_STATUS[MnemoError]
 
 
+class ErrorDetail(msgspec.Struct):
+    """What went wrong: `message` says what to do about it, `type` is OpenAI's error type,
+    `param` names the field or parameter at fault (`turns[3].date`; null when none is) and
+    `code` is a stable machine-readable code."""
+
+    message: str
+    type: str
+    param: str | None
+    code: str | None
+
+
+class ErrorBody(msgspec.Struct):
+    """An error answer, in OpenAI's shape (its SDKs parse it)."""
+
+    error: ErrorDetail
+
+
 def error_body(exc: MnemoError) -> dict[str, Any]:
     _, error_type = http_status(exc)
+    body: dict[str, Any] = msgspec.to_builtins(
+        ErrorBody(ErrorDetail(exc.message, error_type, exc.param, exc.code))
+    )
+    return body
+
+
+# When each documented error status is answered (the schema's description of it).
+_WHEN = {
+    400: "a parameter or the body is invalid; `param` names the field",
+    401: "the proxy has keys and the request carries none, or an unknown one",
+    403: "the key may not use this agent, or this route",
+    404: "memory holds no such agent, or the agent no such item",
+    408: "the body did not arrive within request_body_timeout_seconds",
+    413: "the body is larger than max_body_bytes",
+    415: "the body's Content-Type is not the one the route takes",
+    503: "memory is disabled on this proxy",
+}
+
+
+def error_responses(*statuses: int) -> dict[int, ResponseSpec]:
+    """The OpenAPI description of the errors a route answers: each in OpenAI's shape, so the
+    schema does not show Litestar's own error body, which the proxy never sends."""
     return {
-        "error": {"message": exc.message, "type": error_type, "param": exc.param, "code": exc.code}
+        status: ResponseSpec(ErrorBody, description=_WHEN[status], generate_examples=False)
+        for status in statuses
     }
 
 
