@@ -7,17 +7,42 @@ every change lands in the agent's processing log with the key that made it.
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from typing import Annotated, Any, Literal
 
 import msgspec
 from litestar import Request, Response, route
 from litestar.di import NamedDependency
+from litestar.openapi.spec import OpenAPIMediaType, OpenAPIType, Operation, RequestBody, Schema
 from litestar.params import JSONBody, PathParameter, QueryParameter
 
 from mnemoproxy.errors import InvalidArgument, NotFound
-from mnemoproxy.gate import looks_like_instructions
-from mnemoproxy.memory import Fact, Memory
+from mnemoproxy.memory import Memory
 from mnemoproxy.proxy.access import authorize, caller, record_change
+from mnemoproxy.proxy.api_models import (
+    AgentDeletions,
+    AgentDetail,
+    AgentForgotten,
+    AgentList,
+    AgentSummary,
+    Deletions,
+    EpisodeDeleted,
+    EpisodePage,
+    EpisodeView,
+    FactDeleted,
+    FactDetail,
+    FactKind,
+    FactPage,
+    FactView,
+    Imported,
+    ImportReport,
+    SessionForgotten,
+    SessionPage,
+    SessionSummary,
+    SessionTranscript,
+    TranscriptLine,
+)
+from mnemoproxy.proxy.errors import error_responses
 from mnemoproxy.proxy.ids import MAX_ID_CHARS, normalised_id
 from mnemoproxy.proxy.services import Services
 
@@ -31,16 +56,26 @@ Cursor = Annotated[int, QueryParameter(ge=0, le=MAX_ROW_ID)]
 ItemId = Annotated[int, PathParameter(ge=1, le=MAX_ROW_ID)]
 Salience = Annotated[float, msgspec.Meta(ge=0.0, le=1.0)]
 Content = Annotated[str, msgspec.Meta(min_length=1, max_length=10_000, pattern=r"\S")]
+# The errors the schema documents: a route may name an agent the key may not use, or one
+# memory has never seen.
+ERRORS = error_responses(400, 401, 403, 404, 503)
+# A body may also come late, too large, or not as JSON; the routes taking one create the
+# agent when new, but for PATCH, which needs the fact.
+BODY_ERRORS = error_responses(400, 401, 403, 408, 413, 415, 503)
 
 
 class NewFact(msgspec.Struct, forbid_unknown_fields=True):
+    """A fact stated by hand."""
+
     content: Content
-    kind: Literal["pinned", "identity"] = "pinned"
+    kind: FactKind = "pinned"
     salience: Salience = 0.5
     pinned: bool = False  # kept by consolidation whatever its age (see Fact.pinned_at)
 
 
 class FactEdit(msgspec.Struct, forbid_unknown_fields=True):
+    """New content supersedes the fact; a salience or a pin alone is set in place."""
+
     content: Content | None = None
     salience: Salience | None = None
     pinned: bool | None = None
@@ -55,38 +90,35 @@ def _agent_memory(
     return agent_id, memory
 
 
-def fact_view(fact: Fact, conversation_id: str | None = None) -> dict[str, Any]:
-    return {
-        "id": fact.id,
-        "kind": fact.kind,
-        "content": fact.content,
-        "flagged": looks_like_instructions(fact.content),
-        "status": "current" if fact.valid_to is None else "superseded",
-        "salience": fact.salience,
-        "source_count": fact.source_count,
-        "use_count": fact.use_count,
-        "conversation_id": conversation_id,
-        "valid_from": fact.valid_from,
-        "valid_to": fact.valid_to,
-        "superseded_by": fact.superseded_by,
-        "created_at": fact.created_at,
-        "updated_at": fact.updated_at,
-        "pinned": fact.pinned_at is not None,
-    }
+@dataclass
+class JsonLinesBody(Operation):
+    """The import route as the schema shows it: its body is JSON Lines, read raw by the
+    handler (a typed body would be parsed as one JSON value), so it is described here."""
+
+    def __post_init__(self) -> None:
+        self.request_body = RequestBody(
+            required=True,
+            description="the records of an export (GET /agents/{agent_id}/export), one JSON "
+                        "object per line",
+            content={JSON_LINES: OpenAPIMediaType(schema=Schema(type=OpenAPIType.STRING))},
+        )
 
 
 def _next_cursor(ids: list[int], limit: int) -> int | None:
     return ids[-1] if len(ids) == limit else None
 
 
-@route("/agents", http_method=["GET", "HEAD"])
-async def agents(request: Request[Any, Any, Any], services: NamedDependency[Services]) -> Any:
+@route("/agents", http_method=["GET", "HEAD"], responses=error_responses(401, 503))
+async def agents(
+    request: Request[Any, Any, Any], services: NamedDependency[Services]
+) -> AgentList:
+    """Every agent the caller may use, with its counts."""
     memory, _ = services.require_memory()
     who = caller(request)
-    return {"agents": [a for a in await memory.agents() if who.may_use(a["id"])]}
+    return AgentList([AgentSummary(**a) for a in await memory.agents() if who.may_use(a["id"])])
 
 
-@route("/agents/{agent_id:str}/facts", http_method=["GET", "HEAD"])
+@route("/agents/{agent_id:str}/facts", http_method=["GET", "HEAD"], responses=ERRORS)
 async def agent_facts(
     request: Request[Any, Any, Any],
     agent_id: Annotated[str, PathParameter(max_length=MAX_ID_CHARS)],
@@ -96,29 +128,26 @@ async def agent_facts(
     q: Annotated[str | None, QueryParameter(max_length=1000)] = None,
     limit: Annotated[int, QueryParameter(ge=1, le=PAGE_LIMIT)] = 100,
     cursor: Cursor = 0,
-) -> Any:
+) -> FactPage:
     """The agent's facts in the order they were stored, a page at a time: pass the answer's
     `next_cursor` as `cursor` for the next page (null: no more)."""
     agent_id, memory = _agent_memory(request, agent_id, services)
     rows = await memory.facts(
         agent_id, kind=kind, status=status, text=q, limit=limit, after_id=cursor
     )
-    return {
-        "agent_id": agent_id,
-        "facts": [
-            fact_view(fact, conversation_id)
-            for fact, conversation_id in rows
-        ],
-        "next_cursor": rows[-1][0].id if len(rows) == limit else None,
-    }
+    return FactPage(
+        agent_id,
+        [FactView.of(fact, conversation_id) for fact, conversation_id in rows],
+        next_cursor=rows[-1][0].id if len(rows) == limit else None,
+    )
 
 
-@route("/agents/{agent_id:str}", http_method=["DELETE"], status_code=200)
+@route("/agents/{agent_id:str}", http_method=["DELETE"], status_code=200, responses=ERRORS)
 async def forget_agent(
     request: Request[Any, Any, Any],
     agent_id: Annotated[str, PathParameter(max_length=MAX_ID_CHARS)],
     services: NamedDependency[Services],
-) -> Any:
+) -> AgentForgotten:
     """Forget the agent completely (rows, search entries, vectors, index files); there is
     no undo. What was deleted is answered; the server's audit log keeps who asked."""
     agent_id, memory = _agent_memory(request, agent_id, services)
@@ -126,10 +155,12 @@ async def forget_agent(
     if forgotten is None:
         raise NotFound(f"memory holds no agent {agent_id!r}", param="agent_id")
     await record_change(request, memory, None, forgotten=agent_id)
-    return {"agent_id": agent_id, "forgotten": forgotten}
+    return AgentForgotten(agent_id, AgentDeletions(**forgotten))
 
 
-@route("/agents/{agent_id:str}/export", http_method=["GET"])
+@route("/agents/{agent_id:str}/export", http_method=["GET"], media_type=JSON_LINES,
+       response_description="one export record (JSON) per line, each with its `type`",
+       responses=ERRORS)
 async def export_agent(
     request: Request[Any, Any, Any],
     agent_id: Annotated[str, PathParameter(max_length=MAX_ID_CHARS)],
@@ -144,12 +175,13 @@ async def export_agent(
     return Response(body.encode(), media_type=JSON_LINES)
 
 
-@route("/agents/{agent_id:str}/import", http_method=["POST"], status_code=200)
+@route("/agents/{agent_id:str}/import", http_method=["POST"], status_code=200,
+       operation_class=JsonLinesBody, responses=BODY_ERRORS)
 async def import_agent(
     request: Request[Any, Any, Any],
     agent_id: Annotated[str, PathParameter(max_length=MAX_ID_CHARS)],
     services: NamedDependency[Services],
-) -> Any:
+) -> ImportReport:
     """Merge an export (JSON Lines) into the agent, which is created when new."""
     agent_id, memory = _agent_memory(request, agent_id, services)
     records = []
@@ -165,61 +197,66 @@ async def import_agent(
         records.append(record)
     added = await memory.import_agent(agent_id, records)
     await record_change(request, memory, agent_id)
-    return {"agent_id": agent_id, "added": added}
+    return ImportReport(agent_id, Imported(**added))
 
 
-@route("/agents/{agent_id:str}", http_method=["GET", "HEAD"])
+@route("/agents/{agent_id:str}", http_method=["GET", "HEAD"], responses=ERRORS)
 async def agent(
     request: Request[Any, Any, Any], agent_id: AgentId, services: NamedDependency[Services]
-) -> Any:
+) -> AgentDetail:
     """The agent's counts and identity facts."""
     agent_id, memory = _agent_memory(request, agent_id, services)
-    return await memory.agent(agent_id)
+    return AgentDetail(**await memory.agent(agent_id))
 
 
-@route("/agents/{agent_id:str}/sessions", http_method=["GET", "HEAD"])
+@route("/agents/{agent_id:str}/sessions", http_method=["GET", "HEAD"], responses=ERRORS)
 async def agent_sessions(
     request: Request[Any, Any, Any], agent_id: AgentId, services: NamedDependency[Services],
     limit: Limit = 100, cursor: Cursor = 0,
-) -> Any:
+) -> SessionPage:
+    """The agent's sessions in the order they began, a page at a time."""
     agent_id, memory = _agent_memory(request, agent_id, services)
     rows = await memory.sessions(agent_id, limit=limit, after_id=cursor)
-    return {"agent_id": agent_id, "sessions": rows,
-            "next_cursor": _next_cursor([r["id"] for r in rows], limit)}
+    return SessionPage(agent_id, [SessionSummary(**r) for r in rows],
+                       next_cursor=_next_cursor([r["id"] for r in rows], limit))
 
 
-@route("/agents/{agent_id:str}/sessions/{session_id:int}", http_method=["GET", "HEAD"])
+@route("/agents/{agent_id:str}/sessions/{session_id:int}", http_method=["GET", "HEAD"],
+       responses=ERRORS)
 async def agent_session(
     request: Request[Any, Any, Any], agent_id: AgentId, session_id: ItemId,
     services: NamedDependency[Services],
-) -> Any:
+) -> SessionTranscript:
     """One session's verbatim transcript."""
     agent_id, memory = _agent_memory(request, agent_id, services)
-    return {"agent_id": agent_id, "session_id": session_id,
-            "messages": await memory.session_messages(agent_id, session_id)}
+    messages = await memory.session_messages(agent_id, session_id)
+    return SessionTranscript(agent_id, session_id, [TranscriptLine(**m) for m in messages])
 
 
-@route("/agents/{agent_id:str}/episodes", http_method=["GET", "HEAD"])
+@route("/agents/{agent_id:str}/episodes", http_method=["GET", "HEAD"], responses=ERRORS)
 async def agent_episodes(
     request: Request[Any, Any, Any], agent_id: AgentId, services: NamedDependency[Services],
     limit: Limit = 100, cursor: Cursor = 0,
-) -> Any:
+) -> EpisodePage:
+    """The agent's live episodes in the order they were stored, a page at a time."""
     agent_id, memory = _agent_memory(request, agent_id, services)
     rows = await memory.episodes(agent_id, limit=limit, after_id=cursor)
-    return {"agent_id": agent_id,
-            "episodes": [{"id": e.id, "session_id": e.session_id, "summary": e.summary,
-                          "topics": e.topics, "entities": e.entities, "decisions": e.decisions,
-                          "action_items": e.action_items, "salience": e.salience,
-                          "started_at": e.started_at, "ended_at": e.ended_at,
-                          "created_at": e.created_at} for e in rows],
-            "next_cursor": _next_cursor([e.id for e in rows], limit)}
+    return EpisodePage(
+        agent_id,
+        [EpisodeView(id=e.id, session_id=e.session_id, summary=e.summary, topics=e.topics,
+                     entities=e.entities, decisions=e.decisions, action_items=e.action_items,
+                     salience=e.salience, started_at=e.started_at, ended_at=e.ended_at,
+                     created_at=e.created_at) for e in rows],
+        next_cursor=_next_cursor([e.id for e in rows], limit),
+    )
 
 
-@route("/agents/{agent_id:str}/facts", http_method=["POST"], status_code=201)
+@route("/agents/{agent_id:str}/facts", http_method=["POST"], status_code=201,
+       responses=BODY_ERRORS)
 async def add_fact(
     request: Request[Any, Any, Any], agent_id: AgentId, data: JSONBody[NewFact],
     services: NamedDependency[Services],
-) -> Any:
+) -> FactView:
     """A fact stated by hand; the agent is created if new."""
     agent_id, memory = _agent_memory(request, agent_id, services)
     fact_id = await memory.add_fact(agent_id, data.content, kind=data.kind,
@@ -227,53 +264,54 @@ async def add_fact(
     if data.pinned:
         await memory.edit_fact(agent_id, fact_id, pinned=True)
     await record_change(request, memory, agent_id)
-    return fact_view(await memory.fact(agent_id, fact_id))
+    return FactView.of(await memory.fact(agent_id, fact_id))
 
 
-@route("/agents/{agent_id:str}/facts/{fact_id:int}", http_method=["GET", "HEAD"])
+@route("/agents/{agent_id:str}/facts/{fact_id:int}", http_method=["GET", "HEAD"],
+       responses=ERRORS)
 async def get_fact(
     request: Request[Any, Any, Any], agent_id: AgentId, fact_id: ItemId,
     services: NamedDependency[Services],
-) -> Any:
+) -> FactDetail:
     """One fact with its history: the values it replaced and those that replaced it."""
     agent_id, memory = _agent_memory(request, agent_id, services)
     fact = await memory.fact(agent_id, fact_id)
     history = await memory.fact_history(agent_id, fact_id)
-    return {**fact_view(fact), "source_session_id": fact.source_session_id,
-            "history": [fact_view(f) for f in history]}
+    return FactDetail.of_history(fact, history)
 
 
 @route("/agents/{agent_id:str}/sessions/{session_id:int}", http_method=["DELETE"],
-       status_code=200)
+       status_code=200, responses=ERRORS)
 async def forget_session(
     request: Request[Any, Any, Any], agent_id: AgentId, session_id: ItemId,
     services: NamedDependency[Services],
-) -> Any:
+) -> SessionForgotten:
     """Forget one session for good: its messages, its episodes, the facts only it stated."""
     agent_id, memory = _agent_memory(request, agent_id, services)
     forgotten = await memory.forget_session(agent_id, session_id)
     await record_change(request, memory, agent_id)
-    return {"agent_id": agent_id, "session_id": session_id, "forgotten": forgotten}
+    return SessionForgotten(agent_id, session_id, Deletions(**forgotten))
 
 
 @route("/agents/{agent_id:str}/episodes/{episode_id:int}", http_method=["DELETE"],
-       status_code=200)
+       status_code=200, responses=ERRORS)
 async def delete_episode(
     request: Request[Any, Any, Any], agent_id: AgentId, episode_id: ItemId,
     services: NamedDependency[Services],
-) -> Any:
+) -> EpisodeDeleted:
     """Reads no longer see the episode; its row stays as history."""
     agent_id, memory = _agent_memory(request, agent_id, services)
     await memory.delete_episode(agent_id, episode_id)
     await record_change(request, memory, agent_id)
-    return {"agent_id": agent_id, "episode_id": episode_id, "deleted": True}
+    return EpisodeDeleted(agent_id, episode_id, deleted=True)
 
 
-@route("/agents/{agent_id:str}/facts/{fact_id:int}", http_method=["PATCH"])
+@route("/agents/{agent_id:str}/facts/{fact_id:int}", http_method=["PATCH"],
+       responses={**BODY_ERRORS, **error_responses(404)})
 async def edit_fact(
     request: Request[Any, Any, Any], agent_id: AgentId, fact_id: ItemId,
     data: JSONBody[FactEdit], services: NamedDependency[Services],
-) -> Any:
+) -> FactView:
     """New content supersedes the fact (the answer is the new fact; the old one stays as
     history); a salience or a pin (`pinned`: consolidation keeps it) alone is set in place."""
     agent_id, memory = _agent_memory(request, agent_id, services)
@@ -282,19 +320,20 @@ async def edit_fact(
     current = await memory.edit_fact(agent_id, fact_id, content=data.content,
                                      salience=data.salience, pinned=data.pinned)
     await record_change(request, memory, agent_id)
-    return fact_view(await memory.fact(agent_id, current))
+    return FactView.of(await memory.fact(agent_id, current))
 
 
-@route("/agents/{agent_id:str}/facts/{fact_id:int}", http_method=["DELETE"], status_code=200)
+@route("/agents/{agent_id:str}/facts/{fact_id:int}", http_method=["DELETE"], status_code=200,
+       responses=ERRORS)
 async def delete_fact(
     request: Request[Any, Any, Any], agent_id: AgentId, fact_id: ItemId,
     services: NamedDependency[Services],
-) -> Any:
+) -> FactDeleted:
     """Reads no longer see the fact; its row stays as history."""
     agent_id, memory = _agent_memory(request, agent_id, services)
     await memory.delete_fact(agent_id, fact_id)
     await record_change(request, memory, agent_id)
-    return {"agent_id": agent_id, "fact_id": fact_id, "deleted": True}
+    return FactDeleted(agent_id, fact_id, deleted=True)
 
 
 AGENT_ROUTES = [

@@ -21,6 +21,7 @@ from mnemoproxy.gate import ReadPath
 from mnemoproxy.memory import Memory
 from mnemoproxy.proxy.access import caller, guard, require_keys_off_loopback
 from mnemoproxy.proxy.agents_api import AGENT_ROUTES
+from mnemoproxy.proxy.api_models import Health, MemoryHealth, ReadsSinceStart
 from mnemoproxy.proxy.body_deadline import body_deadline
 from mnemoproxy.proxy.chat import chat_completions
 from mnemoproxy.proxy.chat_memory import open_memory
@@ -30,6 +31,7 @@ from mnemoproxy.proxy.keys import KeyFile, keys_path
 from mnemoproxy.proxy.mcp_server import build_mcp, http_app
 from mnemoproxy.proxy.memory_api import MEMORY_ROUTES, TYPE_DECODERS
 from mnemoproxy.proxy.metrics import metrics
+from mnemoproxy.proxy.openapi import DescribedStructs
 from mnemoproxy.proxy.passthrough import pass_through
 from mnemoproxy.proxy.services import Services
 from mnemoproxy.proxy.upstream import Upstream
@@ -49,16 +51,15 @@ def _services(state: State) -> Services:
 @route("/health", http_method=["GET", "HEAD"])
 async def health(
     request: Request[Any, Any, Any], services: NamedDependency[Services]
-) -> dict[str, Any]:
+) -> Health:
+    """Liveness for anyone; the upstream and memory's counts for admin keys."""
     if not caller(request).admin:
-        return {"status": "ok"}  # liveness for anyone; the details for admin keys
+        return Health(status="ok")
     if services.memory is None:
-        return {"status": "ok", "upstream": services.upstream.base_url, "memory": "disabled"}
-    return {
-        "status": "ok",
-        "upstream": services.upstream.base_url,
-        "memory": {**await services.memory.health(), "reads": services.reads.as_dict()},
-    }
+        return Health(status="ok", upstream=services.upstream.base_url, memory="disabled")
+    reads = ReadsSinceStart(**services.reads.as_dict())
+    return Health(status="ok", upstream=services.upstream.base_url,
+                  memory=MemoryHealth(**await services.memory.health(), reads=reads))
 
 
 def create_app(
@@ -117,6 +118,7 @@ def create_app(
             title="mnemoproxy", version=version("mnemoproxy"), path="/schema",
             render_plugins=[JsonRenderPlugin()], use_handler_docstrings=True,
         ),
+        plugins=[DescribedStructs()],
         # Logging is the process's (the CLI sets it from log_level); Litestar's default
         # would configure the root logger at INFO and make log_level ineffective.
         logging_config=None,

@@ -8,7 +8,6 @@ OpenAI's shape naming the field (proxy/errors.py).
 
 from __future__ import annotations
 
-from dataclasses import asdict
 from datetime import UTC, datetime
 from typing import Annotated, Any, Literal
 
@@ -17,9 +16,17 @@ from litestar import Request, post
 from litestar.di import NamedDependency
 from litestar.params import JSONBody
 
-from mnemoproxy.gate import looks_like_instructions
 from mnemoproxy.memory import SCOPES, Turn
 from mnemoproxy.proxy.access import authorize, record_change
+from mnemoproxy.proxy.api_models import (
+    ConsolidationAnswer,
+    IngestReport,
+    PreviewAnswer,
+    Requeued,
+    SearchAnswer,
+    SearchHit,
+)
+from mnemoproxy.proxy.errors import error_responses
 from mnemoproxy.proxy.ids import MAX_ID_CHARS, normalised_id
 from mnemoproxy.proxy.services import Services
 
@@ -29,6 +36,9 @@ FIRST_YEAR, LAST_YEAR = 1900, 2999
 
 Id = Annotated[str, msgspec.Meta(min_length=1, max_length=MAX_ID_CHARS, pattern=r"\S")]
 Scope = Literal["pinned", "identity", "episodes", "episode", "transcript"]
+# The errors the schema documents: a body may be invalid, late, too large or not JSON, name
+# an agent the key may not use, or come to a proxy with memory off.
+ERRORS = error_responses(400, 401, 403, 408, 413, 415, 503)
 
 
 class Moment(datetime):
@@ -60,6 +70,8 @@ TYPE_DECODERS = [(lambda kind: kind is Moment, decode_moment)]
 
 
 class IngestTurn(msgspec.Struct, forbid_unknown_fields=True):
+    """A user message and its reply (either may be empty, not both)."""
+
     user: str = ""
     assistant: str = ""
     date: Moment | None = None
@@ -81,6 +93,8 @@ class _Keyed(msgspec.Struct):
 
 
 class IngestBody(_Keyed):
+    """A conversation to store, distilled now unless `skip_extraction`."""
+
     agent_id: Id
     conversation_id: Id
     turns: Annotated[list[IngestTurn], msgspec.Meta(min_length=1, max_length=MAX_INGEST_TURNS)]
@@ -89,6 +103,9 @@ class IngestBody(_Keyed):
 
 
 class SearchBody(_Keyed):
+    """A query over one agent's memory: `scope` narrows it to one kind of item, `days` to
+    the recent ones."""
+
     agent_id: Id
     query: str
     scope: Scope | None = None
@@ -97,6 +114,8 @@ class SearchBody(_Keyed):
 
 
 class PreviewBody(_Keyed):
+    """Chat messages, as a chat completion request would send them."""
+
     agent_id: Id
     messages: Annotated[list[dict[str, Any]], msgspec.Meta(min_length=1)]
 
@@ -107,11 +126,12 @@ class AgentBody(_Keyed):
     agent_id: Id | None = None
 
 
-@post("/memory/ingest", status_code=200)
+@post("/memory/ingest", status_code=200, responses=ERRORS)
 async def ingest(
     request: Request[Any, Any, Any], data: JSONBody[IngestBody],
     services: NamedDependency[Services],
-) -> Any:
+) -> IngestReport:
+    """Store a conversation and distil it now (awaited): reads see it as they will later."""
     authorize(request, data.agent_id)
     memory, _ = services.require_memory()
     result = await memory.ingest(
@@ -122,20 +142,15 @@ async def ingest(
         skip_extraction=data.skip_extraction,
     )
     await record_change(request, memory, data.agent_id)
-    return {
-        "status": "ok",
-        "agent_id": data.agent_id,
-        "conversation_id": data.conversation_id,
-        "turns_ingested": result.turns_ingested,
-        "distillation": result.distillation.as_dict(),
-    }
+    return IngestReport.of(data.agent_id, data.conversation_id, result)
 
 
-@post("/memory/search", status_code=200)
+@post("/memory/search", status_code=200, responses=ERRORS)
 async def memory_search(
     request: Request[Any, Any, Any], data: JSONBody[SearchBody],
     services: NamedDependency[Services],
-) -> Any:
+) -> SearchAnswer:
+    """The agent's items best matching the query (hybrid search), best first."""
     authorize(request, data.agent_id)
     memory, _ = services.require_memory()
     results = await memory.search(
@@ -145,47 +160,41 @@ async def memory_search(
         top_k=data.top_k,
         days=data.days,
     )
-    return {
-        "agent_id": data.agent_id,
-        "query": data.query,
-        # flagged: the text reads like instructions to a model (the block quotes it).
-        "results": [
-            {**asdict(result), "flagged": looks_like_instructions(result.text)}
-            for result in results
-        ],
-    }
+    return SearchAnswer(data.agent_id, data.query, [SearchHit.of(r) for r in results])
 
 
-@post("/memory/preview", status_code=200)
+@post("/memory/preview", status_code=200, responses=ERRORS)
 async def preview(
     request: Request[Any, Any, Any], data: JSONBody[PreviewBody],
     services: NamedDependency[Services],
-) -> Any:
+) -> PreviewAnswer:
+    """The gate's decision and the block that would be injected, without calling the
+    upstream."""
     authorize(request, data.agent_id)
     _, read_path = services.require_memory()
     result = await read_path.prepare(data.agent_id, data.messages)
-    return {"agent_id": data.agent_id, **result.as_dict()}
+    return PreviewAnswer.of(data.agent_id, result)
 
 
-@post("/memory/consolidate", status_code=200)
+@post("/memory/consolidate", status_code=200, responses=ERRORS)
 async def consolidate_now(
     request: Request[Any, Any, Any], services: NamedDependency[Services],
     data: JSONBody[AgentBody | None] = None,
-) -> Any:
+) -> ConsolidationAnswer:
     """Run a consolidation pass now, for one agent (`agent_id`) or all."""
     agent_id = data.agent_id if data else None
     authorize(request, agent_id)
     memory, _ = services.require_memory()
     report = await memory.consolidate(agent_id)
     await record_change(request, memory, agent_id)
-    return {"status": "ok", **report.as_dict()}
+    return ConsolidationAnswer.of(report)
 
 
-@post("/memory/dead-letters/retry", status_code=200)
+@post("/memory/dead-letters/retry", status_code=200, responses=ERRORS)
 async def retry_dead_letters(
     request: Request[Any, Any, Any], services: NamedDependency[Services],
     data: JSONBody[AgentBody | None] = None,
-) -> Any:
+) -> Requeued:
     """Distil dead-lettered sessions again (one agent's with `agent_id`, or all), each with
     distill_max_attempts fresh tries, in the background: /health shows their progress."""
     agent_id = data.agent_id if data else None
@@ -193,7 +202,7 @@ async def retry_dead_letters(
     memory, _ = services.require_memory()
     sessions, turns = await memory.retry_dead_letters(agent_id)
     await record_change(request, memory, agent_id)
-    return {"status": "ok", "sessions": sessions, "turns": turns}
+    return Requeued("ok", sessions, turns)
 
 
 MEMORY_ROUTES = [ingest, memory_search, preview, consolidate_now, retry_dead_letters]
