@@ -70,6 +70,13 @@ class Settings:
     log_level: str = _setting(
         "info", "Logging verbosity.", choices=("debug", "info", "warning", "error")
     )
+    log_format: str = _setting(
+        "text",
+        "How the server writes its log: text (one readable line a record) or json (one JSON "
+        "object a line: time, level, logger, message, exc_info), for log collectors; "
+        "uvicorn's records included.",
+        choices=("text", "json"),
+    )
     # The upstream model server
     upstream_url: str = _setting(
         "https://api.openai.com/v1", "Base URL of the OpenAI-compatible model server."

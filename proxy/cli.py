@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import logging
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -106,12 +105,9 @@ def serve(settings: Settings) -> None:
     import uvicorn
 
     from mnemoproxy.proxy.app import create_app
+    from mnemoproxy.proxy.logs import configure_logging
 
-    logging.basicConfig(
-        level=settings.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s"
-    )
-    # httpx logs every request at INFO: a measurable cost per relayed request.
-    logging.getLogger("httpx").setLevel(logging.WARNING)
+    configure_logging(settings.log_level, settings.log_format)
     app = create_app(settings)
     uvicorn.run(
         app,
@@ -120,6 +116,7 @@ def serve(settings: Settings) -> None:
         loop="uvloop",
         http="httptools",
         log_level=settings.log_level,
+        log_config=None,  # uvicorn's records go through the handler configured above
         access_log=False,
         timeout_graceful_shutdown=15,
     )

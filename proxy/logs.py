@@ -1,0 +1,46 @@
+"""How `mnemoproxy serve` writes its log: readable lines (`log_format = "text"`) or JSON
+lines (`"json"`), one object per record, for log collectors that parse rather than grep.
+
+Every record goes through the root logger's one handler, uvicorn's included: uvicorn is
+started without a logging config of its own, so its records propagate here instead of
+leaving through its own handlers in its own format.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import sys
+from datetime import UTC, datetime
+from typing import TextIO
+
+TEXT_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
+
+
+class JsonFormatter(logging.Formatter):
+    """One JSON object per record: time (UTC, ISO 8601), level, logger, message, and
+    exc_info (the formatted traceback) when an exception was logged."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        entry = {
+            "time": datetime.fromtimestamp(record.created, UTC).isoformat(timespec="milliseconds"),
+            "level": record.levelname,
+            "logger": record.name,
+            "message": record.getMessage(),
+        }
+        if record.exc_info:
+            entry["exc_info"] = self.formatException(record.exc_info)
+        if record.stack_info:
+            entry["stack_info"] = self.formatStack(record.stack_info)
+        # One line per record, whatever the message holds; non-ASCII kept readable.
+        return json.dumps(entry, ensure_ascii=False, default=str)
+
+
+def configure_logging(level: str, log_format: str, stream: TextIO | None = None) -> None:
+    """The process's logging: `level` (debug ... error) and `log_format` (text, json)."""
+    handler = logging.StreamHandler(stream or sys.stderr)
+    handler.setFormatter(JsonFormatter() if log_format == "json" else
+                         logging.Formatter(TEXT_FORMAT))
+    logging.basicConfig(level=level.upper(), handlers=[handler], force=True)
+    # httpx logs every request at INFO: a measurable cost per relayed request.
+    logging.getLogger("httpx").setLevel(logging.WARNING)
