@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
 
 .DEFAULT_GOAL := help
-.PHONY: help install run test lint bench eval eval-real clean
+.PHONY: help install browser run test lint bench eval eval-real clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*## "} {printf "  make %-9s %s\n", $$1, $$2}'
@@ -24,7 +24,16 @@ $(STAMP): pyproject.toml Makefile
 run: install ## serve the proxy on 127.0.0.1:1337 (settings: mnemoproxy.toml, MNEMO_*, flags)
 	$(VENV)/bin/mnemoproxy serve $(ARGS)
 
-test: install ## run the test suite
+# The inspector's tests drive a real browser: Debian's chromium (Playwright's own download
+# is not used).
+SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+browser: ## install Debian's chromium when missing (apt-get)
+	@command -v chromium >/dev/null || command -v chromium-browser >/dev/null || { \
+	  echo "installing chromium for the browser tests (apt-get)"; \
+	  $(SUDO) apt-get update -qq && \
+	  DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq chromium >/dev/null; }
+
+test: install browser ## run the test suite
 	$(PY) -m pytest -q $(ARGS)
 
 lint: install ## ruff and mypy

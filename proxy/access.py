@@ -40,9 +40,15 @@ audit = logging.getLogger("mnemoproxy.audit")
 
 LOOPBACK_NAMES = frozenset({"localhost", "127.0.0.1", "::1"})
 _BODY_METHODS = frozenset({"POST", "PUT", "PATCH"})
-# Answered without a key: liveness, and the inspector's page (static; every request it
-# makes for data carries the key typed into it).
-_OPEN_PATHS = frozenset({"/health", "/ui"})
+# Answered without a key: liveness (the inspector's pages are too, but show a sign-in form).
+_OPEN_PATHS = frozenset({"/health"})
+# The inspector's pages (/ui, /ui/...): a browser sends the key as this cookie (set by its
+# sign-in form; SameSite=Strict, and the Origin check below refuses other sites' forms), and
+# posts HTML forms.
+UI_COOKIE = "mnemoproxy_key"
+_FORM_TYPES = frozenset({"application/x-www-form-urlencoded"})
+# The caller of an open path or an inspector page without a valid key: no agent, no admin.
+ANONYMOUS = Key("anonymous", "", agents=())
 # Routes that span every agent, whatever they are asked: admin keys only.
 _ADMIN_ONLY = ("/mcp", "/metrics")
 # JSON, and JSON Lines (imports): none of them can be sent cross-site without a preflight.
@@ -58,6 +64,11 @@ class Caller:
     @property
     def admin(self) -> bool:
         return self.key is None or self.key.admin
+
+    @property
+    def signed_out(self) -> bool:
+        """Keys exist and this request brought none that may use memory routes."""
+        return self.key is ANONYMOUS
 
     @property
     def name(self) -> str:
@@ -152,6 +163,18 @@ def _host_of(value: str) -> str:
     return value.rsplit(":", 1)[0] if value.count(":") == 1 else value
 
 
+def is_inspector(path: str) -> bool:
+    return path == "/ui" or path.startswith("/ui/")
+
+
+def _cookie_key(cookie_header: str, keys: KeyFile) -> Key | None:
+    for pair in cookie_header.split(";"):
+        name, _, value = pair.strip().partition("=")
+        if name == UI_COOKIE and value:
+            return keys.find(value)
+    return None
+
+
 def guard(settings: Settings, keys: KeyFile) -> Any:
     """Litestar middleware applying the checks above to every HTTP request."""
     hosts = LOOPBACK_NAMES | _split(settings.allowed_hosts) | {settings.host.lower()}
@@ -191,18 +214,21 @@ def guard(settings: Settings, keys: KeyFile) -> Any:
                         code="origin_not_allowed",
                     )
             path = routed_path(scope)
+            ui = is_inspector(path)
             json_route = not path.startswith("/v1/") or path == "/v1/chat/completions"
             has_body = headers.get("content-length", "0") != "0" or (
                 "transfer-encoding" in headers)
             if json_route and scope.get("method") in _BODY_METHODS and has_body:
                 media = headers.get("content-type", "").split(";", 1)[0].strip().lower()
-                if media not in _JSON_TYPES and not media.endswith("+json"):
+                form = ui and media in _FORM_TYPES
+                if media not in _JSON_TYPES and not media.endswith("+json") and not form:
                     raise UnsupportedMediaType(
                         f"send the body as JSON with Content-Type: application/json (got "
                         f"{media or 'none'!r})", param="Content-Type",
                     )
             active = keys.active
             who = Caller(None)
+            open_path = path in _OPEN_PATHS or ui
             if not active and not loopback and path not in _OPEN_PATHS:
                 # Reachable from other machines and every key revoked: closed, not open.
                 raise NotAuthenticated(
@@ -212,7 +238,11 @@ def guard(settings: Settings, keys: KeyFile) -> Any:
                 authorization = headers.get("authorization", "")
                 scheme, _, secret = authorization.partition(" ")
                 key = keys.find(secret.strip()) if scheme.lower() == "bearer" else None
-                if key is None and path not in _OPEN_PATHS:
+                if ui:
+                    key = key or _cookie_key(headers.get("cookie", ""), keys)
+                    if key is not None and not (key.admin or key.agents):
+                        key = None  # a chat-only key cannot sign in to the inspector
+                if key is None and not open_path:
                     raise NotAuthenticated(
                         "a valid API key is required: send it as the OpenAI SDK's api_key "
                         "(Authorization: Bearer ...); an admin creates one with "
@@ -221,8 +251,8 @@ def guard(settings: Settings, keys: KeyFile) -> Any:
                 who = Caller(key)
                 if key is not None and not path.startswith("/v1/"):
                     audit.info("%s %s by %s", scope.get("method"), path, key.id)
-                if key is None:  # /health without a key: liveness only
-                    who = Caller(Key("anonymous", "", agents=()))
+                if key is None:  # /health: liveness only; the inspector: its sign-in form
+                    who = Caller(ANONYMOUS)
                 elif not path.startswith("/v1/") and path not in _OPEN_PATHS and not (
                     key.admin or key.agents
                 ):

@@ -74,22 +74,6 @@ def test_bad_management_requests_get_clear_4xx(memory_proxy):
     assert httpx.get(f"{url}/agents/dana/facts/0").status_code == 400
 
 
-def test_the_openapi_schema_describes_every_route_but_openais(memory_proxy):
-    schema = httpx.get(memory_proxy.url + "/schema/openapi.json")
-    assert schema.status_code == 200
-    paths = schema.json()["paths"]
-    assert {"/memory/ingest", "/memory/search", "/agents", "/agents/{agent_id}/facts",
-            "/agents/{agent_id}/facts/{fact_id}", "/agents/{agent_id}/export"} <= set(paths)
-    assert not any(path.startswith("/v1") for path in paths)
-    from mnemoproxy.proxy.app import create_app
-
-    served = {route.path for route in create_app(memory_proxy.settings).routes}
-    own = {path.replace(":str", "").replace(":int", "") for path in served
-           if not path.startswith(("/v1", "/schema", "/mcp", "/ui", "/metrics"))}
-    assert own <= set(paths), own - set(paths)  # every route of the proxy's own API
-    assert set(paths["/agents/{agent_id}/facts/{fact_id}"]) >= {"get", "patch", "delete"}
-
-
 def test_metrics_count_reads_tokens_and_memory(memory_proxy):
     httpx.post(memory_proxy.url + "/memory/ingest", json={
         "agent_id": "dana", "conversation_id": "c",
@@ -138,16 +122,6 @@ def test_a_facts_history_a_forgotten_session_and_a_deleted_episode(memory_proxy,
     assert httpx.delete(f"{url}/agents/dana/episodes/{episode['id']}").json()["deleted"]
     assert httpx.get(url + "/agents/dana/episodes").json()["episodes"] == []
     assert httpx.delete(f"{url}/agents/dana/episodes/{episode['id']}").status_code == 404
-
-
-def test_the_inspector_page_is_served_and_uses_only_the_api(memory_proxy):
-    page = httpx.get(memory_proxy.url + "/ui")
-    assert page.status_code == 200 and page.headers["content-type"].startswith("text/html")
-    assert "default-src 'self'" in page.headers["content-security-policy"]
-    html = page.text
-    for route in ("/agents", "/memory/search", "/facts", "/episodes", "/sessions"):
-        assert route in html
-    assert "innerHTML" not in html  # memory text is only ever set as text
 
 
 def test_a_pinned_fact_outlives_consolidation(memory_proxy):
