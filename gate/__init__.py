@@ -5,8 +5,10 @@ and nothing deeper."""
 from mnemoproxy.gate.fence import looks_like_instructions
 from mnemoproxy.gate.messages import latest_user_index, message_text
 from mnemoproxy.gate.read_path import MemoryReader, ReadPath, ReadResult, memory_headers
+from mnemoproxy.gate.relevance.types import SECTIONS
 
 __all__ = [
+    "SECTIONS",
     "MemoryReader",
     "ReadPath",
     "ReadResult",

@@ -374,9 +374,25 @@ class ReadsSinceStart(msgspec.Struct):
     failed: int
 
 
+class CoreModelBudget(msgspec.Struct):
+    """The core model's tokens, as the server reported them in its usage: today's (UTC)
+    against `core_model_daily_tokens` (0: no cap), `capped` once they reach it (sessions are
+    then distilled by the rules and the LLM gate keeps the heuristic's decision until the
+    day ends), and since start-up by purpose (distill, relevance_gate), with the calls
+    refused past the cap."""
+
+    daily_tokens: int
+    tokens_today: int
+    capped: bool
+    tokens: dict[str, dict[str, int]]  # purpose -> {"prompt": n, "completion": n}
+    refused_calls: dict[str, int]
+
+
 class MemoryHealth(msgspec.Struct):
     """The store's counts: items, signals waiting for distillation or dead-lettered,
-    embeddings, chat turns being stored; and the reads since start-up."""
+    embeddings, chat turns being stored; the reads and the distillations (by outcome;
+    `fallback`: by the rules standing in for a capped core model) since start-up, and the
+    core model's token budget."""
 
     db_path: str
     agents: int
@@ -392,6 +408,8 @@ class MemoryHealth(msgspec.Struct):
     records_waited_out: int
     status: Literal["ok"]
     reads: ReadsSinceStart
+    distillations: dict[str, int]
+    core_model: CoreModelBudget
 
 
 class Health(msgspec.Struct, kw_only=True, omit_defaults=True):

@@ -8,7 +8,7 @@ from contextlib import AsyncExitStack, asynccontextmanager
 from importlib.metadata import version
 from typing import Any
 
-from litestar import Litestar, Request, asgi, route
+from litestar import Litestar, Request, Response, asgi, route
 from litestar.datastructures import State
 from litestar.di import NamedDependency, Provide
 from litestar.openapi import OpenAPIConfig
@@ -21,7 +21,12 @@ from mnemoproxy.gate import ReadPath
 from mnemoproxy.memory import Memory
 from mnemoproxy.proxy.access import caller, guard, require_keys_off_loopback
 from mnemoproxy.proxy.agents_api import AGENT_ROUTES
-from mnemoproxy.proxy.api_models import Health, MemoryHealth, ReadsSinceStart
+from mnemoproxy.proxy.api_models import (
+    CoreModelBudget,
+    Health,
+    MemoryHealth,
+    ReadsSinceStart,
+)
 from mnemoproxy.proxy.body_deadline import body_deadline
 from mnemoproxy.proxy.chat import chat_completions
 from mnemoproxy.proxy.chat_memory import open_memory
@@ -30,7 +35,7 @@ from mnemoproxy.proxy.inspector import INSPECTOR_ROUTES
 from mnemoproxy.proxy.keys import KeyFile, keys_path
 from mnemoproxy.proxy.mcp_server import build_mcp, http_app
 from mnemoproxy.proxy.memory_api import MEMORY_ROUTES, TYPE_DECODERS
-from mnemoproxy.proxy.metrics import metrics
+from mnemoproxy.proxy.metrics import CONTENT_TYPE, Metrics
 from mnemoproxy.proxy.openapi import DescribedStructs
 from mnemoproxy.proxy.passthrough import pass_through
 from mnemoproxy.proxy.services import Services
@@ -57,9 +62,20 @@ async def health(
         return Health(status="ok")
     if services.memory is None:
         return Health(status="ok", upstream=services.upstream.base_url, memory="disabled")
-    reads = ReadsSinceStart(**services.reads.as_dict())
+    reads = ReadsSinceStart(**services.metrics.read_counts())
+    activity = services.memory.activity()
     return Health(status="ok", upstream=services.upstream.base_url,
-                  memory=MemoryHealth(**await services.memory.health(), reads=reads))
+                  memory=MemoryHealth(**await services.memory.health(), reads=reads,
+                                      distillations=activity["distillations"],
+                                      core_model=CoreModelBudget(**activity["core_model"])))
+
+
+@route("/metrics", http_method=["GET"], include_in_schema=False)
+async def metrics(services: NamedDependency[Services]) -> Response[bytes]:
+    """Prometheus' text format (proxy/metrics.py); admin keys only (it spans every agent)."""
+    memory = services.memory
+    health = {**await memory.health(), **memory.activity()} if memory is not None else None
+    return Response(services.metrics.exposition(health), media_type=CONTENT_TYPE)
 
 
 def create_app(
@@ -72,6 +88,7 @@ def create_app(
     passed is created in the lifespan, so importing this module stays cheap."""
     keys = KeyFile(keys_path(settings.keys_file, settings.data_dir))
     require_keys_off_loopback(settings, keys)
+    counters = Metrics()
     opened: dict[str, Memory] = {}
     mcp = build_mcp(lambda: opened["memory"]) if settings.enabled else None
     mcp_app = http_app(mcp) if mcp is not None else None
@@ -90,7 +107,7 @@ def create_app(
         if settings.enabled:
             memory, read_path = await memory_opener(settings, client)
             opened["memory"] = memory
-        app.state.services = Services(settings, client, memory, read_path)
+        app.state.services = Services(settings, client, memory, read_path, counters)
         try:
             async with AsyncExitStack() as stack:
                 if mcp is not None:
@@ -111,6 +128,7 @@ def create_app(
         exception_handlers=EXCEPTION_HANDLERS,
         type_decoders=TYPE_DECODERS,
         lifespan=[lifespan],
+        before_send=[counters.count_response],
         request_max_body_size=settings.max_body_bytes,
         middleware=[guard(settings, keys), body_deadline(settings.request_body_timeout_seconds)],
         # The schema of the proxy's own routes (the /v1 ones are OpenAI's): /schema/openapi.json.

@@ -13,6 +13,7 @@ from mnemoproxy.errors import InvalidArgument
 from mnemoproxy.proxy.access import authorize
 from mnemoproxy.proxy.chat_memory import prepare, remember
 from mnemoproxy.proxy.ids import header_id
+from mnemoproxy.proxy.metrics import CHAT_ROUTE
 from mnemoproxy.proxy.relay import OnReply, relay
 from mnemoproxy.proxy.services import Services
 from mnemoproxy.proxy.sse import AssistantReply
@@ -87,7 +88,7 @@ async def chat_completions(
             session_id,
             body,
             deadline=services.settings.memory_read_deadline_seconds,
-            counts=services.reads,
+            metrics=services.metrics,
         )
         if plan.body is not None:
             raw = json.dumps(plan.body, ensure_ascii=False).encode()
@@ -98,6 +99,7 @@ async def chat_completions(
     upstream_response = await services.upstream.send(
         "POST", "/v1/chat/completions", headers=headers, content=raw
     )
+    services.metrics.upstream[CHAT_ROUTE].observe(upstream_response.waited)
     on_reply: OnReply | None = None
     if plan is not None and memory is not None:
         recorded_plan, recording_memory = plan, memory

@@ -9,33 +9,18 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any
 
 from mnemoproxy.config.settings import Settings
 from mnemoproxy.gate import ReadPath, memory_headers
 from mnemoproxy.memory import Memory, Turn
 from mnemoproxy.proxy.conversation import read_conversation, session_fingerprint
+from mnemoproxy.proxy.metrics import Metrics
 from mnemoproxy.proxy.sse import AssistantReply
 from mnemoproxy.proxy.upstream import Upstream
 
 log = logging.getLogger("mnemoproxy.memory")
-
-
-
-@dataclass
-class ReadCounts:
-    """How the chat path's memory reads went since start-up (shown by /health): a busy
-    machine makes reads miss their deadline, and that must be visible and rare."""
-
-    injected: int = 0
-    injected_tokens: int = 0  # the memory blocks' tokens, summed: what memory costs upstream
-    not_needed: int = 0
-    deadline_missed: int = 0
-    failed: int = 0
-
-    def as_dict(self) -> dict[str, int]:
-        return asdict(self)
 
 
 @dataclass
@@ -69,10 +54,12 @@ async def prepare(
     body: dict[str, Any],
     *,
     deadline: float,
-    counts: ReadCounts,
+    metrics: Metrics,
 ) -> MemoryPlan:
     """The request with the agent's memory injected, or as it was when memory is not
-    needed, fails or is not ready within `deadline` seconds."""
+    needed, fails or is not ready within `deadline` seconds. How each read went is
+    counted in `metrics` (and shown by /health): a busy machine makes reads miss their
+    deadline, and that must be visible and rare."""
     messages = body["messages"]
     plan = MemoryPlan(
         agent_id=agent_id,
@@ -80,10 +67,11 @@ async def prepare(
         request=body,
     )
     try:
-        async with asyncio.timeout(deadline):
-            result = await read_path.prepare(agent_id, messages)
+        with metrics.read_seconds.time():
+            async with asyncio.timeout(deadline):
+                result = await read_path.prepare(agent_id, messages)
     except TimeoutError:
-        counts.deadline_missed += 1
+        metrics.reads["deadline_missed"].inc()
         log.warning(
             "memory read for agent %s missed its %.2f s deadline (memory_read_deadline_seconds);"
             " forwarding without memory", agent_id, deadline,
@@ -91,16 +79,17 @@ async def prepare(
         plan.headers = {**memory_headers("error"), "X-Memory-Error": "deadline"}
         return plan
     except Exception as exc:  # fail open: the chat must go through without memory
-        counts.failed += 1
+        metrics.reads["failed"].inc()
         log.warning(
             "memory read failed for agent %s, forwarding without memory: %r", agent_id, exc
         )
         plan.headers = {**memory_headers("error"), "X-Memory-Error": "read_failed"}
         return plan
     plan.headers = result.headers()
+    metrics.gate_decisions[result.decision.section].inc()
     if result.messages is not None and result.block is not None:
-        counts.injected += 1
-        counts.injected_tokens += result.block.tokens
+        metrics.reads["injected"].inc()
+        metrics.injected_tokens.inc(result.block.tokens)
         plan.body = {**body, "messages": result.messages}
         memory.note_used(agent_id, result.used)
         log.info(
@@ -109,7 +98,7 @@ async def prepare(
             len(result.block.items), result.block.tokens,
         )
     else:
-        counts.not_needed += 1
+        metrics.reads["not_needed"].inc()
     return plan
 
 

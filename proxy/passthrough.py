@@ -8,6 +8,7 @@ from litestar import Request, Response, route
 from litestar.di import NamedDependency
 from litestar.enums import HttpMethod
 
+from mnemoproxy.proxy.metrics import PASS_THROUGH_ROUTE
 from mnemoproxy.proxy.relay import relay
 from mnemoproxy.proxy.services import Services
 from mnemoproxy.proxy.upstream import forward_headers
@@ -38,4 +39,5 @@ async def pass_through(
         content=body or None,
         query=request.url.query,
     )
+    services.metrics.upstream[PASS_THROUGH_ROUTE].observe(upstream_response.waited)
     return await relay(upstream_response)

@@ -8,7 +8,7 @@ from mnemoproxy.config.settings import Settings
 from mnemoproxy.errors import MemoryDisabled
 from mnemoproxy.gate import ReadPath
 from mnemoproxy.memory import Memory
-from mnemoproxy.proxy.chat_memory import ReadCounts
+from mnemoproxy.proxy.metrics import Metrics
 from mnemoproxy.proxy.upstream import Upstream
 
 
@@ -18,7 +18,7 @@ class Services:
     upstream: Upstream
     memory: Memory | None = None  # None when memory is disabled
     read_path: ReadPath | None = None
-    reads: ReadCounts = field(default_factory=ReadCounts)
+    metrics: Metrics = field(default_factory=Metrics)
 
     def require_memory(self) -> tuple[Memory, ReadPath]:
         if self.memory is None or self.read_path is None:

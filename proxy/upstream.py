@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import time
 from collections.abc import AsyncIterator, Iterable, Mapping
 from typing import Any
 
@@ -138,13 +139,18 @@ class Deadline:
 
 
 class UpstreamResponse:
-    """A response whose status line and headers are in and whose body is not read yet."""
+    """A response whose status line and headers are in and whose body is not read yet;
+    `waited` is how many seconds that took from sending the request (the upstream's
+    latency, before any of its body)."""
 
-    def __init__(self, response: httpx.Response, base_url: str, deadline: Deadline) -> None:
+    def __init__(
+        self, response: httpx.Response, base_url: str, deadline: Deadline, waited: float = 0.0
+    ) -> None:
         self._response = response
         self._base_url = base_url
         self._deadline = deadline
         self.status_code = response.status_code
+        self.waited = waited
 
     def header(self, name: str) -> str | None:
         return self._response.headers.get(name)
@@ -213,12 +219,15 @@ class Upstream:
         url = self.url_for(v1_path) + (f"?{query}" if query else "")
         request = self._client.build_request(method, url, headers=headers, content=content)
         deadline = Deadline(self.total_seconds)
+        sent = time.perf_counter()
         try:
             async with asyncio.timeout_at(deadline.at):
                 response = await self._client.send(request, stream=True)
         except Exception as exc:  # some aiohttp errors reach us unwrapped by httpx
             raise deadline.error(exc, self.base_url) from exc
-        return UpstreamResponse(response, self.base_url, deadline)
+        return UpstreamResponse(
+            response, self.base_url, deadline, waited=time.perf_counter() - sent
+        )
 
     async def post_json(
         self,
