@@ -107,8 +107,8 @@ class Metrics:
         return {**counts, "injected_tokens": int(injected)}
 
     def exposition(self, health: dict[str, Any] | None) -> bytes:
-        """Every metric in Prometheus' text format; `health` is Memory.health() (None:
-        memory is off)."""
+        """Every metric in Prometheus' text format; `health` is Memory.health() with
+        Memory.activity() (None: memory is off)."""
         self.memory.health = health  # nothing awaits in between: no other scrape sees it
         try:
             return generate_latest(self.registry)
