@@ -42,9 +42,9 @@ LOOPBACK_NAMES = frozenset({"localhost", "127.0.0.1", "::1"})
 _BODY_METHODS = frozenset({"POST", "PUT", "PATCH"})
 # Answered without a key: liveness (the inspector's pages are too, but show a sign-in form).
 _OPEN_PATHS = frozenset({"/health"})
-# The inspector's pages (/ui, /ui/...): a browser sends the key as this cookie (set by its
-# sign-in form; SameSite=Strict, and the Origin check below refuses other sites' forms), and
-# posts HTML forms.
+# The inspector's pages (/ui, /ui/...): a browser signs in with this cookie (a session token
+# for a key, set by the sign-in form; SameSite=Strict, and the Origin check below refuses
+# other sites' forms), and posts HTML forms.
 UI_COOKIE = "mnemoproxy_key"
 _FORM_TYPES = frozenset({"application/x-www-form-urlencoded"})
 # The caller of an open path or an inspector page without a valid key: no agent, no admin.
@@ -171,7 +171,7 @@ def _cookie_key(cookie_header: str, keys: KeyFile) -> Key | None:
     for pair in cookie_header.split(";"):
         name, _, value = pair.strip().partition("=")
         if name == UI_COOKIE and value:
-            return keys.find(value)
+            return keys.find_session(value)
     return None
 
 

@@ -31,7 +31,7 @@ from mnemoproxy.proxy.body_deadline import body_deadline
 from mnemoproxy.proxy.chat import chat_completions
 from mnemoproxy.proxy.chat_memory import open_memory
 from mnemoproxy.proxy.errors import EXCEPTION_HANDLERS
-from mnemoproxy.proxy.inspector import INSPECTOR_ROUTES
+from mnemoproxy.proxy.inspector import INSPECTOR_ROUTES, answer_inspector_in_html
 from mnemoproxy.proxy.keys import KeyFile, keys_path
 from mnemoproxy.proxy.mcp_server import build_mcp, http_app
 from mnemoproxy.proxy.memory_api import MEMORY_ROUTES, TYPE_DECODERS
@@ -107,7 +107,7 @@ def create_app(
         if settings.enabled:
             memory, read_path = await memory_opener(settings, client)
             opened["memory"] = memory
-        app.state.services = Services(settings, client, memory, read_path, counters)
+        app.state.services = Services(settings, client, memory, read_path, counters, keys)
         try:
             async with AsyncExitStack() as stack:
                 if mcp is not None:
@@ -125,7 +125,7 @@ def create_app(
             *AGENT_ROUTES, *INSPECTOR_ROUTES,
         ],
         dependencies={"services": Provide(_services, sync_to_thread=False)},
-        exception_handlers=EXCEPTION_HANDLERS,
+        exception_handlers=answer_inspector_in_html(EXCEPTION_HANDLERS),
         type_decoders=TYPE_DECODERS,
         lifespan=[lifespan],
         before_send=[counters.count_response],

@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Annotated, Any
-from urllib.parse import quote, urlencode
+from urllib.parse import quote, unquote, urlencode
 
 from jinja2 import Environment, FileSystemLoader, StrictUndefined, select_autoescape
 from litestar import Request, Response, Router, get, post
@@ -31,14 +31,15 @@ from litestar.types import ControllerRouterHandler
 from mnemoproxy.errors import InvalidArgument, MnemoError
 from mnemoproxy.gate import looks_like_instructions
 from mnemoproxy.memory import SCOPES, Memory
-from mnemoproxy.proxy.access import UI_COOKIE, authorize, caller, record_change
-from mnemoproxy.proxy.agents_api import MAX_ROW_ID, AgentId, ItemId
+from mnemoproxy.proxy.access import UI_COOKIE, authorize, caller, is_inspector, record_change
+from mnemoproxy.proxy.agents_api import AgentId, Cursor, ItemId
 from mnemoproxy.proxy.api_models import FactView
 from mnemoproxy.proxy.errors import from_http_exception, http_status
 from mnemoproxy.proxy.ids import normalised_id
 from mnemoproxy.proxy.services import Services
 
 log = logging.getLogger("mnemoproxy")
+Query = Annotated[str, QueryParameter(max_length=10_000)]
 
 PAGE = 100  # facts, episodes and sessions shown at once on an agent's page
 MAX_CONTENT_CHARS = 10_000
@@ -57,7 +58,7 @@ NOTICES = {
     "fact-saved": "Fact saved.",
     "fact-pinned": "Fact pinned: consolidation keeps it.",
     "fact-unpinned": "Fact unpinned.",
-    "fact-deleted": "Fact deleted; it stays in the history.",
+    "fact-deleted": "Fact deleted: memory no longer uses it.",
     "episode-deleted": "Episode deleted.",
     "session-forgotten": "Session forgotten.",
     "consolidated": "Consolidation ran.",
@@ -71,9 +72,12 @@ def when(moment: float | None) -> str:
     return datetime.fromtimestamp(moment, UTC).strftime("%Y-%m-%d %H:%M")
 
 
-def agent_url(agent_id: AgentId, *parts: object) -> str:
-    """/ui/agents/<id>/..., the id as one escaped path segment (it may hold any text)."""
-    return "/".join(["/ui/agents", quote(agent_id, safe=""), *(str(p) for p in parts)])
+def agent_url(agent_id: str, *parts: object) -> str:
+    """/ui/agents/<id>/..., the id as one path segment whatever text it holds: escaped twice,
+    because the server decodes the path before routing (`a/b` once escaped would route as
+    two segments); `_agent` decodes the second time."""
+    segment = quote(quote(agent_id, safe=""), safe="")
+    return "/".join(["/ui/agents", segment, *(str(p) for p in parts)])
 
 
 _templates = Environment(
@@ -100,9 +104,9 @@ def done(url: str, notice: str) -> Redirect:
     return Redirect(f"{url}?{urlencode({'done': notice})}", status_code=303)
 
 
-def _agent(request: Request[Any, Any, Any], agent_id: AgentId, services: Services
+def _agent(request: Request[Any, Any, Any], agent_id: str, services: Services
            ) -> tuple[str, Memory]:
-    agent_id = normalised_id(agent_id)
+    agent_id = normalised_id(unquote(agent_id))
     authorize(request, agent_id)
     memory, _ = services.require_memory()
     return agent_id, memory
@@ -114,7 +118,8 @@ async def _form(request: Request[Any, Any, Any]) -> Mapping[str, str]:
 
 
 def _content(form: Mapping[str, str]) -> str:
-    content = form.get("content", "").strip()
+    # A textarea sends its lines with CRLF; memory's text has LF.
+    content = form.get("content", "").replace("\r\n", "\n").strip()
     if not content or len(content) > MAX_CONTENT_CHARS:
         raise InvalidArgument(f"a fact needs text, at most {MAX_CONTENT_CHARS} characters",
                               param="content")
@@ -145,30 +150,41 @@ def _confirm(
 # -- sign in -------------------------------------------------------------------------------
 
 
-@get("/ui/login", include_in_schema=False)
+@get("/login")
 async def login_form(request: Request[Any, Any, Any]) -> Response[str]:
     return page(request, "login.html.j2", refused="refused" in request.query_params)
 
 
-@post("/ui/login", include_in_schema=False, status_code=303)
-async def login(request: Request[Any, Any, Any]) -> Redirect:
-    """Keep the key in a cookie for the inspector's pages; the guard checks it on the next
-    request (an unknown one lands back here, refused)."""
-    key = (await _form(request)).get("key", "").strip()
-    cookie = Cookie(key=UI_COOKIE, value=key, path="/ui", httponly=True, samesite="strict")
+@post("/login", status_code=303)
+async def login(request: Request[Any, Any, Any], services: NamedDependency[Services]
+                ) -> Redirect:
+    """A key typed in becomes a session cookie for the inspector's pages (a token for the
+    key, not the key: proxy/keys.py); a key that is unknown, revoked or for chat only is
+    refused. Without keys there is nothing to sign in to."""
+    keys = services.keys
+    if keys is None or not keys.active:
+        return Redirect("/ui", status_code=303)
+    key = keys.find((await _form(request)).get("key", "").strip())
+    if key is None or not (key.admin or key.agents):
+        return Redirect("/ui/login?refused", status_code=303)
+    cookie = Cookie(key=UI_COOKIE, value=keys.session_token(key), path="/ui", httponly=True,
+                    samesite="strict")
     return Redirect("/ui", status_code=303, cookies=[cookie])
 
 
-@post("/ui/logout", include_in_schema=False, status_code=303)
+@post("/logout", status_code=303)
 async def logout() -> Redirect:
     return Redirect("/ui/login", status_code=303,
                     cookies=[Cookie(key=UI_COOKIE, value="", path="/ui", max_age=0)])
 
 
+_SIGN_IN_PATHS = frozenset({"/ui/login", "/ui/logout"})
+
+
 async def _signed_in(request: Request[Any, Any, Any]) -> Response[Any] | None:
     """Every inspector page but sign-in: a browser without a usable key goes to sign in
     (with `refused` when it brought one the guard did not accept)."""
-    if not caller(request).signed_out:
+    if not caller(request).signed_out or request.url.path in _SIGN_IN_PATHS:
         return None
     refused = UI_COOKIE in request.cookies
     redirect = Redirect("/ui/login" + ("?refused" if refused else ""), status_code=303)
@@ -194,7 +210,8 @@ async def agents_page(request: Request[Any, Any, Any], services: NamedDependency
 @get("/agents/{agent_id:str}")
 async def agent_page(
     request: Request[Any, Any, Any], agent_id: AgentId, services: NamedDependency[Services],
-    status: str = "current", cursor: int = 0,
+    status: Query = "current", cursor: Cursor = 0, episodes_cursor: Cursor = 0,
+    sessions_cursor: Cursor = 0,
 ) -> Response[str]:
     agent_id, memory = _agent(request, agent_id, services)
     if status not in ("current", "superseded", "all"):
@@ -202,15 +219,17 @@ async def agent_page(
     summary = await memory.agent(agent_id)
     identity = await memory.facts(agent_id, kind="identity", limit=PAGE)
     facts = await memory.facts(agent_id, kind="pinned", status=status, limit=PAGE,
-                               after_id=max(0, min(cursor, MAX_ROW_ID)))
-    episodes = await memory.episodes(agent_id, limit=PAGE, after_id=0)
-    sessions = await memory.sessions(agent_id, limit=PAGE + 1, after_id=0)
+                               after_id=cursor)
+    episodes = await memory.episodes(agent_id, limit=PAGE, after_id=episodes_cursor)
+    sessions = await memory.sessions(agent_id, limit=PAGE, after_id=sessions_cursor)
     return page(
         request, "agent.html.j2", agent=summary, status=status,
         identity=[FactView.of(f, c) for f, c in identity],
         facts=[FactView.of(f, c) for f, c in facts],
         facts_next=facts[-1][0].id if len(facts) == PAGE else None,
-        episodes=episodes, sessions=sessions[:PAGE], sessions_more=len(sessions) > PAGE,
+        episodes=episodes, episodes_next=episodes[-1].id if len(episodes) == PAGE else None,
+        sessions=sessions,
+        sessions_next=sessions[-1]["id"] if len(sessions) == PAGE else None,
     )
 
 
@@ -246,7 +265,7 @@ async def session_page(
 @get("/agents/{agent_id:str}/search")
 async def search_page(
     request: Request[Any, Any, Any], agent_id: AgentId, services: NamedDependency[Services],
-    q: str = "", scope_name: Annotated[str, QueryParameter(query="scope")] = "",
+    q: Query = "", scope_name: Annotated[str, QueryParameter(name="scope")] = "",
 ) -> Response[str]:
     # `scope` is Litestar's name for the ASGI scope: the query's scope comes in renamed.
     agent_id, memory = _agent(request, agent_id, services)
@@ -265,7 +284,7 @@ async def search_page(
 @get("/agents/{agent_id:str}/preview")
 async def preview_page(
     request: Request[Any, Any, Any], agent_id: AgentId, services: NamedDependency[Services],
-    message: str = "",
+    message: Query = "",
 ) -> Response[str]:
     agent_id, _ = _agent(request, agent_id, services)
     if not message.strip():
@@ -306,8 +325,11 @@ async def edit_fact(
     the salience and the pin are set as sent (an unticked box unpins)."""
     agent_id, memory = _agent(request, agent_id, services)
     form = await _form(request)
+    content: str | None = _content(form)
+    if content == (await memory.fact(agent_id, fact_id)).content.strip():
+        content = None  # the text is as it was: no new fact, its counts and source kept
     current = await memory.edit_fact(
-        agent_id, fact_id, content=_content(form),
+        agent_id, fact_id, content=content,
         salience=_salience(form), pinned=form.get("pinned") == "true")
     await record_change(request, memory, agent_id)
     return done(agent_url(agent_id, "facts", current), "fact-saved")
@@ -333,7 +355,7 @@ async def confirm_delete_fact(
     agent_id, memory = _agent(request, agent_id, services)
     fact = await memory.fact(agent_id, fact_id)
     return _confirm(request, question="Delete this fact?", quote_text=fact.content,
-                    consequence="Memory stops using it; it stays in the fact's history.",
+                    consequence="Memory stops using it and it is no longer listed.",
                     button="Delete fact", back=agent_url(agent_id, "facts", fact.id),
                     action=agent_url(agent_id, "facts", fact.id, "delete"))
 
@@ -402,6 +424,7 @@ async def consolidate(
     request: Request[Any, Any, Any], agent_id: AgentId, services: NamedDependency[Services]
 ) -> Redirect:
     agent_id, memory = _agent(request, agent_id, services)
+    await memory.agent(agent_id)  # 404 for an agent memory has never seen
     await memory.consolidate(agent_id)
     await record_change(request, memory, agent_id)
     return done(agent_url(agent_id), "consolidated")
@@ -446,20 +469,32 @@ def _error_page(request: Request[Any, Any, Any], exc: Exception) -> Response[str
                 message=exc.message)
 
 
+def answer_inspector_in_html(handlers: Mapping[Any, Any]) -> dict[Any, Any]:
+    """The app's exception handlers, answering requests for /ui with an HTML page (a wrong
+    path, a refused form) and every other request as before."""
+
+    def html_for_inspector(handler: Any) -> Any:
+        def handle(request: Request[Any, Any, Any], exc: Exception) -> Response[Any]:
+            if is_inspector(request.url.path):
+                return _error_page(request, exc)
+            return handler(request, exc)
+
+        return handle
+
+    return {kind: html_for_inspector(handler) for kind, handler in handlers.items()}
+
+
 INSPECTOR_ROUTES: list[ControllerRouterHandler] = [
-    login_form, login, logout,
     Router(
         "/ui",
         route_handlers=[
-            agents_page, agent_page, fact_page, session_page, search_page, preview_page,
+            login_form, login, logout, agents_page, agent_page, fact_page, session_page,
+            search_page, preview_page,
             add_fact, edit_fact, pin_fact, confirm_delete_fact, delete_fact,
             confirm_delete_episode, delete_episode, confirm_forget_session, forget_session,
             consolidate, confirm_forget_agent, forget_agent,
         ],
         before_request=_signed_in,
-        # Named as the app names them, or the app's JSON handlers would win for these.
-        exception_handlers={MnemoError: _error_page, HTTPException: _error_page,
-                            Exception: _error_page},
         include_in_schema=False,
     ),
 ]

@@ -8,6 +8,7 @@ from mnemoproxy.config.settings import Settings
 from mnemoproxy.errors import MemoryDisabled
 from mnemoproxy.gate import ReadPath
 from mnemoproxy.memory import Memory
+from mnemoproxy.proxy.keys import KeyFile
 from mnemoproxy.proxy.metrics import Metrics
 from mnemoproxy.proxy.upstream import Upstream
 
@@ -19,6 +20,7 @@ class Services:
     memory: Memory | None = None  # None when memory is disabled
     read_path: ReadPath | None = None
     metrics: Metrics = field(default_factory=Metrics)
+    keys: KeyFile | None = None  # the inspector's sign-in checks a key typed into it
 
     def require_memory(self) -> tuple[Memory, ReadPath]:
         if self.memory is None or self.read_path is None:

@@ -13,6 +13,15 @@ from tests.memory_client import memory_settings
 from tests.proxy_server import ProxyServer, make_settings
 
 
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]):  # type: ignore[no-untyped-def]
+    """Each phase's report on the test item (rep_setup, rep_call), for fixtures that act on a
+    failure (the browser tests' screenshot)."""
+    report = yield
+    setattr(item, f"rep_{report.when}", report)
+    return report
+
+
 @pytest.fixture(scope="session")
 def _fake_upstream_server() -> Iterator[FakeUpstream]:
     with FakeUpstream() as fake:
