@@ -455,7 +455,9 @@ class Memory:
             for field in ("content", "summary"):
                 if isinstance(record.get(field), str):
                     record[field] = scrub(record[field])
-            for message in record.get("messages") or []:
+            messages = record.get("messages")
+            # The store's import checks every field; a malformed one must reach it intact.
+            for message in messages if isinstance(messages, list) else ():
                 if isinstance(message, dict) and isinstance(message.get("content"), str):
                     message["content"] = scrub(message["content"])
         added = await self.store.import_agent(agent_id, records)

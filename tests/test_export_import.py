@@ -70,7 +70,9 @@ def test_bad_imports_are_refused_clearly_and_change_nothing(memory_proxy):
                          b'"valid_from": 1, "created_at": 1, "updated_at": 1, '
                          b'"use_count": 1180591620717411303424}\n', "use_count"),
                         (b'{"type": "episode", "summary": "s", "created_at": 1, "topics": 5}\n',
-                         "topics")):
+                         "topics"),
+                        (b'{"type": "session", "key": "s", "started_at": 1, "messages": 5}\n',
+                         "messages")):
         response = httpx.post(f"{memory_proxy.url}/agents/x/import", content=body,
                               headers={"Content-Type": "application/x-ndjson"})
         assert response.status_code == 400, body
