@@ -24,6 +24,14 @@ _METHODS = [
 ]
 
 
+def relayed_path(scope: Any) -> str:
+    """The path as the client wrote it (`a%2Fb` stays one segment for the upstream); the
+    decoded one when the raw path does not name /v1 literally (the guard judged that)."""
+    raw = scope.get("raw_path")
+    path = raw.decode("latin-1") if isinstance(raw, bytes) else ""
+    return path if path.startswith("/v1/") else str(scope["path"])
+
+
 @route("/v1/{path:path}", http_method=_METHODS, status_code=200, include_in_schema=False)
 async def pass_through(
     request: Request[Any, Any, Any], services: NamedDependency[Services]
@@ -34,10 +42,10 @@ async def pass_through(
     )
     upstream_response = await services.upstream.send(
         request.method,
-        request.url.path,
+        relayed_path(request.scope),
         headers=headers,
         content=body or None,
-        query=request.url.query,
+        query=request.scope["query_string"].decode("latin-1"),  # as sent, not re-encoded
     )
     services.metrics.upstream[PASS_THROUGH_ROUTE].observe(upstream_response.waited)
     return await relay(upstream_response)

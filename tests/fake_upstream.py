@@ -53,7 +53,7 @@ _TOOL_ARGUMENT_FRAGMENTS = 4
 class RecordedRequest:
     method: str
     path: str  # raw (still percent-encoded), without the query string
-    query: str
+    query: str  # raw, as sent
     headers: dict[str, str]  # lower-case names
     body: bytes
     json: Any  # the parsed body, or None when it is empty or not JSON
@@ -501,7 +501,7 @@ class FakeUpstream:
         recorded = RecordedRequest(
             method=request.method,
             path=request.rel_url.raw_path,
-            query=request.query_string,
+            query=request.rel_url.raw_query_string,  # as sent
             headers={name.lower(): value for name, value in request.headers.items()},
             body=body,
             json=parsed,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import socket
 import time
 
 import httpx
@@ -182,6 +183,24 @@ def test_models_and_other_routes_relayed(proxy: ProxyServer, fake_upstream: Fake
 
     embeddings = client_for(proxy.base_url).embeddings.create(model="e", input=["a", "b"])
     assert len(embeddings.data) == 2
+
+
+def test_a_relayed_request_reaches_the_upstream_as_the_client_wrote_it(
+    proxy: ProxyServer, fake_upstream: FakeUpstream
+):
+    """No header is made up on the way (encoding, agent, type) and the query is not
+    re-quoted."""
+    with socket.create_connection(("127.0.0.1", proxy.port)) as raw:
+        raw.sendall(b"POST /v1/files/a%2Fb?q=%41+b&empty=&x=%7e HTTP/1.1\r\n"
+                    b"Host: 127.0.0.1\r\nContent-Length: 3\r\nConnection: close\r\n\r\nabc")
+        answer = b""
+        while chunk := raw.recv(65536):
+            answer += chunk
+    assert answer.startswith(b"HTTP/1.1 200"), answer[:200]
+    seen = fake_upstream.requests[-1]
+    assert seen.path == "/v1/files/a%2Fb" and seen.query == "q=%41+b&empty=&x=%7e"
+    assert seen.body == b"abc"
+    assert not {"accept-encoding", "user-agent", "content-type", "cookie"} & set(seen.headers)
 
 
 def test_other_routes_stream(proxy: ProxyServer):
