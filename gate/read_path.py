@@ -32,7 +32,9 @@ class MemoryReader(Protocol):
 
     core_model: CoreModel | None
 
-    async def search(self, agent_id: str, query: str, *, top_k: int) -> list[SearchResult]: ...
+    async def search(
+        self, agent_id: str, query: str, *, top_k: int, neighbours: bool = False
+    ) -> list[SearchResult]: ...
 
     async def identity_facts(self, agent_id: str) -> list[Fact]: ...
 
@@ -142,7 +144,11 @@ class ReadPath:
         async def results() -> list[SearchResult]:
             nonlocal found
             if found is None:
-                found = await self.memory.search(agent_id, text, top_k=self.candidates)
+                # The messages said around the best matches compete too: an answer
+                # often shares no word with the question, the line before it does.
+                found = await self.memory.search(
+                    agent_id, text, top_k=self.candidates, neighbours=True
+                )
             return found
 
         async def probe(names: Sequence[str]) -> Evidence:

@@ -233,8 +233,10 @@ class Memory:
         recency_half_life_days: float | None = None,
         mmr_lambda: float | None = DEFAULT_MMR_LAMBDA,
         fusion: Fusion = DEFAULT_FUSION,
+        neighbours: bool = False,
     ) -> list[SearchResult]:
-        """The agent's items best matching `query` (hybrid BM25 + vectors), best first."""
+        """The agent's items best matching `query` (hybrid BM25 + vectors), best first;
+        with `neighbours`, the messages said around the best ones compete too."""
         return await self._retriever.search(
             agent_id,
             query,
@@ -245,6 +247,7 @@ class Memory:
             recency_half_life_days=recency_half_life_days,
             mmr_lambda=mmr_lambda,
             fusion=fusion,
+            neighbours=neighbours,
         )
 
     async def identity_facts(self, agent_id: str) -> list[Fact]:

@@ -175,14 +175,20 @@ def _cookie_key(cookie_header: str, keys: KeyFile) -> Key | None:
     return None
 
 
-def guard(settings: Settings, keys: KeyFile) -> Any:
-    """Litestar middleware applying the checks above to every HTTP request."""
-    hosts = LOOPBACK_NAMES | _split(settings.allowed_hosts) | {settings.host.lower()}
-    loopback = is_loopback(settings.host)
-    origins = _split(settings.allowed_origins)
+class Guard:
+    """The checks above, for one request's ASGI scope: `admit` names its caller or raises
+    the refusal; `middleware` applies it to every HTTP request Litestar serves (the fast
+    relay, proxy/fast_relay.py, calls `admit` itself)."""
 
-    def host_allowed(host: str) -> bool:
-        if host in hosts:
+    def __init__(self, settings: Settings, keys: KeyFile) -> None:
+        self.settings = settings
+        self.keys = keys
+        self.hosts = LOOPBACK_NAMES | _split(settings.allowed_hosts) | {settings.host.lower()}
+        self.loopback = is_loopback(settings.host)
+        self.origins = _split(settings.allowed_origins)
+
+    def host_allowed(self, host: str) -> bool:
+        if host in self.hosts:
             return True
         try:
             ipaddress.ip_address(host)  # an address cannot be rebound to another machine
@@ -190,85 +196,89 @@ def guard(settings: Settings, keys: KeyFile) -> Any:
         except ValueError:
             return False
 
-    def middleware(app: ASGIApp) -> ASGIApp:
-        async def checked(scope: Scope, receive: Receive, send: Send) -> None:
-            if scope["type"] != "http":
-                await app(scope, receive, send)
-                return
-            headers = {k.decode("latin-1").lower(): v.decode("latin-1")
-                       for k, v in scope["headers"]}
-            host = _host_of(headers.get("host", ""))
-            if host and not host_allowed(host):
+    def admit(self, scope: Scope, path: str) -> Caller:
+        """The caller of a request to `path` (its routed_path), or the error refusing it.
+        The client's Authorization header is removed from the scope once judged."""
+        headers = {k.decode("latin-1").lower(): v.decode("latin-1")
+                   for k, v in scope["headers"]}
+        host = _host_of(headers.get("host", ""))
+        if host and not self.host_allowed(host):
+            raise Forbidden(
+                f"this proxy does not answer to the host name {host!r}; add it to "
+                "allowed_hosts", code="host_not_allowed",
+            )
+        origin = headers.get("origin")
+        if origin is not None:
+            own = origin.lower().rstrip("/").split("://", 1)[-1] == headers.get(
+                "host", "").lower()
+            if not own and origin.lower().rstrip("/") not in self.origins:
                 raise Forbidden(
-                    f"this proxy does not answer to the host name {host!r}; add it to "
-                    "allowed_hosts", code="host_not_allowed",
+                    f"requests from the web origin {origin!r} are not allowed; add it "
+                    "to allowed_origins to let that site call the proxy",
+                    code="origin_not_allowed",
                 )
-            origin = headers.get("origin")
-            if origin is not None:
-                own = origin.lower().rstrip("/").split("://", 1)[-1] == headers.get(
-                    "host", "").lower()
-                if not own and origin.lower().rstrip("/") not in origins:
-                    raise Forbidden(
-                        f"requests from the web origin {origin!r} are not allowed; add it "
-                        "to allowed_origins to let that site call the proxy",
-                        code="origin_not_allowed",
-                    )
-            path = routed_path(scope)
-            ui = is_inspector(path)
-            json_route = not path.startswith("/v1/") or path == "/v1/chat/completions"
-            has_body = headers.get("content-length", "0") != "0" or (
-                "transfer-encoding" in headers)
-            if json_route and scope.get("method") in _BODY_METHODS and has_body:
-                media = headers.get("content-type", "").split(";", 1)[0].strip().lower()
-                form = ui and media in _FORM_TYPES
-                if media not in _JSON_TYPES and not media.endswith("+json") and not form:
-                    raise UnsupportedMediaType(
-                        f"send the body as JSON with Content-Type: application/json (got "
-                        f"{media or 'none'!r})", param="Content-Type",
-                    )
-            active = keys.active
-            who = Caller(None)
-            open_path = path in _OPEN_PATHS or ui
-            if not active and not loopback and path not in _OPEN_PATHS:
-                # Reachable from other machines and every key revoked: closed, not open.
-                raise NotAuthenticated(
-                    f"this proxy listens on {settings.host} and has no active key: an admin "
-                    "adds one with `mnemoproxy keys add --admin`")
-            if active:
-                authorization = headers.get("authorization", "")
-                scheme, _, secret = authorization.partition(" ")
-                key = keys.find(secret.strip()) if scheme.lower() == "bearer" else None
-                if ui:
-                    key = key or _cookie_key(headers.get("cookie", ""), keys)
-                    if key is not None and not (key.admin or key.agents):
-                        key = None  # a chat-only key cannot sign in to the inspector
-                if key is None and not open_path:
-                    raise NotAuthenticated(
-                        "a valid API key is required: send it as the OpenAI SDK's api_key "
-                        "(Authorization: Bearer ...); an admin creates one with "
-                        "`mnemoproxy keys add`"
-                    )
-                who = Caller(key)
-                if key is not None and not path.startswith("/v1/"):
-                    audit.info("%s %s by %s", scope.get("method"), path, key.id)
-                if key is None:  # /health: liveness only; the inspector: its sign-in form
-                    who = Caller(ANONYMOUS)
-                elif not path.startswith("/v1/") and path not in _OPEN_PATHS and not (
-                    key.admin or key.agents
-                ):
-                    raise Forbidden(
-                        "this key is for chat only; the memory and agent routes need an admin "
-                        "key or one bound to agents", code="admin_required",
-                    )
-                elif path.startswith(_ADMIN_ONLY) and not key.admin:
-                    raise Forbidden(f"{path} is for admin keys: it spans every agent",
-                                    code="admin_required")
-                # The client's key stops here: the upstream gets the proxy's own, if any.
-                scope["headers"] = [(k, v) for k, v in scope["headers"]
-                                    if k.lower() != b"authorization"]
-            scope.setdefault("state", {})["caller"] = who
+        ui = is_inspector(path)
+        json_route = not path.startswith("/v1/") or path == "/v1/chat/completions"
+        has_body = headers.get("content-length", "0") != "0" or (
+            "transfer-encoding" in headers)
+        if json_route and scope.get("method") in _BODY_METHODS and has_body:
+            media = headers.get("content-type", "").split(";", 1)[0].strip().lower()
+            form = ui and media in _FORM_TYPES
+            if media not in _JSON_TYPES and not media.endswith("+json") and not form:
+                raise UnsupportedMediaType(
+                    f"send the body as JSON with Content-Type: application/json (got "
+                    f"{media or 'none'!r})", param="Content-Type",
+                )
+        keys = self.keys
+        active = keys.active
+        open_path = path in _OPEN_PATHS or ui
+        if not active and not self.loopback and path not in _OPEN_PATHS:
+            # Reachable from other machines and every key revoked: closed, not open.
+            raise NotAuthenticated(
+                f"this proxy listens on {self.settings.host} and has no active key: an "
+                "admin adds one with `mnemoproxy keys add --admin`")
+        if not active:
+            return Caller(None)
+        authorization = headers.get("authorization", "")
+        scheme, _, secret = authorization.partition(" ")
+        key = keys.find(secret.strip()) if scheme.lower() == "bearer" else None
+        if ui:
+            key = key or _cookie_key(headers.get("cookie", ""), keys)
+            if key is not None and not (key.admin or key.agents):
+                key = None  # a chat-only key cannot sign in to the inspector
+        if key is None and not open_path:
+            raise NotAuthenticated(
+                "a valid API key is required: send it as the OpenAI SDK's api_key "
+                "(Authorization: Bearer ...); an admin creates one with "
+                "`mnemoproxy keys add`"
+            )
+        who = Caller(key)
+        if key is not None and not path.startswith("/v1/"):
+            audit.info("%s %s by %s", scope.get("method"), path, key.id)
+        if key is None:  # /health: liveness only; the inspector: its sign-in form
+            who = Caller(ANONYMOUS)
+        elif not path.startswith("/v1/") and path not in _OPEN_PATHS and not (
+            key.admin or key.agents
+        ):
+            raise Forbidden(
+                "this key is for chat only; the memory and agent routes need an admin "
+                "key or one bound to agents", code="admin_required",
+            )
+        elif path.startswith(_ADMIN_ONLY) and not key.admin:
+            raise Forbidden(f"{path} is for admin keys: it spans every agent",
+                            code="admin_required")
+        # The client's key stops here: the upstream gets the proxy's own, if any.
+        scope["headers"] = [(k, v) for k, v in scope["headers"]
+                            if k.lower() != b"authorization"]
+        return who
+
+    def middleware(self, app: ASGIApp) -> ASGIApp:
+        """Litestar middleware: every HTTP request admitted, its caller in the scope."""
+
+        async def checked(scope: Scope, receive: Receive, send: Send) -> None:
+            if scope["type"] == "http":
+                who = self.admit(scope, routed_path(scope))
+                scope.setdefault("state", {})["caller"] = who
             await app(scope, receive, send)
 
         return checked
-
-    return middleware

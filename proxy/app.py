@@ -19,7 +19,7 @@ from mnemoproxy.config.settings import Settings
 from mnemoproxy.errors import MemoryDisabled
 from mnemoproxy.gate import ReadPath
 from mnemoproxy.memory import Memory
-from mnemoproxy.proxy.access import caller, guard, require_keys_off_loopback
+from mnemoproxy.proxy.access import Guard, caller, require_keys_off_loopback
 from mnemoproxy.proxy.agents_api import AGENT_ROUTES
 from mnemoproxy.proxy.api_models import (
     CoreModelBudget,
@@ -31,13 +31,13 @@ from mnemoproxy.proxy.body_deadline import body_deadline
 from mnemoproxy.proxy.chat import chat_completions
 from mnemoproxy.proxy.chat_memory import open_memory
 from mnemoproxy.proxy.errors import EXCEPTION_HANDLERS
+from mnemoproxy.proxy.fast_relay import FastRelay
 from mnemoproxy.proxy.inspector import INSPECTOR_ROUTES, answer_inspector_in_html
 from mnemoproxy.proxy.keys import KeyFile, keys_path
 from mnemoproxy.proxy.mcp_server import build_mcp, http_app
 from mnemoproxy.proxy.memory_api import MEMORY_ROUTES, TYPE_DECODERS
 from mnemoproxy.proxy.metrics import CONTENT_TYPE, Metrics
 from mnemoproxy.proxy.openapi import DescribedStructs
-from mnemoproxy.proxy.passthrough import pass_through
 from mnemoproxy.proxy.services import Services
 from mnemoproxy.proxy.upstream import Upstream
 
@@ -87,6 +87,7 @@ def create_app(
     """Build the app. Collaborators can be passed in (tests pass fakes); whatever is not
     passed is created in the lifespan, so importing this module stays cheap."""
     keys = KeyFile(keys_path(settings.keys_file, settings.data_dir))
+    guard = Guard(settings, keys)
     require_keys_off_loopback(settings, keys)
     counters = Metrics()
     opened: dict[str, Memory] = {}
@@ -119,9 +120,9 @@ def create_app(
             if upstream is None:
                 await client.aclose()
 
-    return Litestar(
+    app = Litestar(
         route_handlers=[
-            chat_completions, pass_through, health, metrics, mcp_route, *MEMORY_ROUTES,
+            chat_completions, health, metrics, mcp_route, *MEMORY_ROUTES,
             *AGENT_ROUTES, *INSPECTOR_ROUTES,
         ],
         dependencies={"services": Provide(_services, sync_to_thread=False)},
@@ -130,7 +131,7 @@ def create_app(
         lifespan=[lifespan],
         before_send=[counters.count_response],
         request_max_body_size=settings.max_body_bytes,
-        middleware=[guard(settings, keys), body_deadline(settings.request_body_timeout_seconds)],
+        middleware=[guard.middleware, body_deadline(settings.request_body_timeout_seconds)],
         # The schema of the proxy's own routes (the /v1 ones are OpenAI's): /schema/openapi.json.
         openapi_config=OpenAPIConfig(
             title="mnemoproxy", version=version("mnemoproxy"), path="/schema",
@@ -142,3 +143,7 @@ def create_app(
         logging_config=None,
         debug=False,
     )
+    # Requests memory has no part in skip Litestar (proxy/fast_relay.py); they are
+    # handed to it after the app's own ASGI entry, so lifespan and before_send still apply.
+    app.asgi_handler = FastRelay(app.asgi_handler, guard, lambda: app.state.get("services"))
+    return app

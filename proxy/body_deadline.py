@@ -10,11 +10,28 @@ chunk; past it the request fails with a 408. Only the body is bounded: once it i
 from __future__ import annotations
 
 import asyncio
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from typing import Any
 
 from litestar.types import ASGIApp, Receive, ReceiveMessage, Scope, Send
 
 from mnemoproxy.proxy.errors import BodyTimeout
+
+
+@asynccontextmanager
+async def body_timeout(seconds: float, at: float | None = None) -> AsyncIterator[None]:
+    """Receiving within the body's deadline (`at`, loop time; default `seconds` from now),
+    or BodyTimeout."""
+    at = asyncio.get_running_loop().time() + seconds if at is None else at
+    try:
+        async with asyncio.timeout_at(at):
+            yield
+    except TimeoutError:
+        raise BodyTimeout(
+            f"the request body did not arrive within {seconds:g} s "
+            "(request_body_timeout_seconds); send the whole body promised by Content-Length"
+        ) from None
 
 
 def body_deadline(seconds: float) -> Any:
@@ -33,15 +50,8 @@ def body_deadline(seconds: float) -> Any:
                 nonlocal body_done
                 if body_done:
                     return await receive()
-                try:
-                    async with asyncio.timeout_at(deadline):
-                        message = await receive()
-                except TimeoutError:
-                    raise BodyTimeout(
-                        f"the request body did not arrive within {seconds:g} s "
-                        "(request_body_timeout_seconds); send the whole body promised by "
-                        "Content-Length"
-                    ) from None
+                async with body_timeout(seconds, deadline):
+                    message = await receive()
                 if message["type"] != "http.request" or not message.get("more_body", False):
                     body_done = True
                 return message

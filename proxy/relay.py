@@ -24,7 +24,7 @@ log = logging.getLogger("mnemoproxy.relay")
 
 # Bodies up to this size with a known length are read whole and returned with their
 # Content-Length; anything else (SSE, unknown length, large) streams through.
-_WHOLE_BODY_LIMIT = 4_000_000
+WHOLE_BODY_LIMIT = 4_000_000
 # A reply body that streams through (chunked, or large) is copied for memory up to this
 # size: a request body is at most max_body_bytes, and an answer of many megabytes is not
 # a turn worth remembering whole.
@@ -54,7 +54,7 @@ async def relay(
     length = response.header("content-length")
     ok = response.status_code < 400
 
-    if not is_sse and length is not None and int(length) <= _WHOLE_BODY_LIMIT:
+    if not is_sse and length is not None and int(length) <= WHOLE_BODY_LIMIT:
         try:
             body = await response.read()
         finally:
@@ -81,6 +81,17 @@ async def relay(
         headers=headers,
         media_type=media_type,
     )
+
+
+def broken_stream_event(error: UpstreamError) -> bytes:
+    """The event that ends an SSE stream the upstream broke midway: the client is told
+    its reply is incomplete rather than seeing it silently cut."""
+    broken = error if isinstance(error, UpstreamTimeout) else UpstreamError(
+        "the upstream closed the stream before it finished; the reply is incomplete, "
+        "retry the request",
+        code="upstream_stream_broken",
+    )
+    return sse_error_event(broken)
 
 
 async def _deliver(on_reply: OnReply, reply: AssistantReply) -> None:
@@ -118,12 +129,7 @@ async def _relay_chunks(
     except UpstreamError as error:
         log.warning("upstream broke the stream: %s", error.message)
         if is_sse:
-            broken = error if isinstance(error, UpstreamTimeout) else UpstreamError(
-                "the upstream closed the stream before it finished; the reply is incomplete, "
-                "retry the request",
-                code="upstream_stream_broken",
-            )
-            yield sse_error_event(broken)
+            yield broken_stream_event(error)
     finally:
         await response.aclose()
     if completed and not delivered and tee is not None and on_reply is not None:

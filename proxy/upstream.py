@@ -49,6 +49,7 @@ _PROXY_HEADERS = frozenset({"x-agent-id", "x-session-id"})
 # The proxy's own HTTP server writes these on every response; relayed, they would be sent
 # twice.
 _SERVER_HEADERS = frozenset({"date", "server"})
+_NOT_RELAYED = _HOP_HEADERS | _SERVER_HEADERS
 RELAY_TIMEOUT_SETTING = "upstream_read_timeout"
 RELAY_URL_SETTING = "upstream_url"
 TOTAL_TIMEOUT_SETTING = "upstream_total_timeout_seconds"
@@ -165,8 +166,13 @@ class UpstreamResponse:
         return {
             k: v
             for k, v in self._response.headers.items()
-            if k.lower() not in _HOP_HEADERS and k.lower() not in _SERVER_HEADERS
+            if k.lower() not in _NOT_RELAYED
         }
+
+    def raw_relayed_headers(self) -> list[tuple[bytes, bytes]]:
+        """`relayed_headers` as ASGI wants them, repeated ones (Set-Cookie) kept."""
+        return [(name.lower(), value) for name, value in self._response.raw_headers
+                if name.lower().decode("latin-1") not in _NOT_RELAYED]
 
     async def chunks(self) -> AsyncIterator[bytes]:
         """The body as it arrives; a broken transfer raises UpstreamError, one that runs

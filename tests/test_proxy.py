@@ -237,3 +237,12 @@ def test_health(proxy: ProxyServer):
     response = httpx.get(proxy.url + "/health")
     assert response.status_code == 200
     assert response.json()["status"] == "ok"
+
+
+def test_head_and_unknown_methods_on_relayed_routes(proxy: ProxyServer):
+    # The fake answers HEAD with the length its echo of the request would have.
+    head = httpx.head(proxy.base_url + "/models")
+    assert head.status_code == 200 and head.content == b""
+    assert int(head.headers["content-length"]) > 0  # the upstream's, not the empty body's
+    refused = httpx.request("TRACE", proxy.base_url + "/models")
+    assert refused.status_code == 405 and refused.json()["error"]["type"]

@@ -277,3 +277,50 @@ def test_no_item_of_one_agent_is_ever_returned_for_another(
                 await memory.store.close()
 
     asyncio.run(scenario())
+
+
+async def test_adjacent_messages_are_those_said_just_before_and_after(memory: Memory) -> None:
+    session_id = await memory.store.session("agent", "talk")
+    await memory.store.add_transcript("agent", session_id, [
+        TranscriptMessage(0, "user", "hello", NOW),
+        TranscriptMessage(0, "assistant", "hi there", NOW),
+        TranscriptMessage(1, "user", "do you still keep turtles?", NOW + 10),
+        TranscriptMessage(1, "assistant", "yes, three of them", NOW + 10),
+        TranscriptMessage(2, "user", "lovely", NOW + 20),
+    ])
+    other = await memory.store.session("agent", "another talk")
+    await memory.store.add_transcript("agent", other, [
+        TranscriptMessage(0, "user", "unrelated", NOW + 30)])
+    ids = {r.text: r.item_id for r in await memory.search("agent", "turtles three hello "
+                                                          "there lovely unrelated", top_k=20)}
+    adjacent = await memory.store.adjacent_messages(
+        "agent", [ids["do you still keep turtles?"], ids["hello"], ids["lovely"],
+                  ids["unrelated"]])
+
+    def texts(text: str) -> list[str]:
+        return [m.text for m in adjacent.get(ids[text], [])]
+
+    assert texts("do you still keep turtles?") == ["hi there", "yes, three of them"]
+    assert texts("hello") == ["hi there"]
+    assert texts("lovely") == ["yes, three of them"]
+    assert texts("unrelated") == []
+    assert await memory.store.adjacent_messages("someone else", [ids["hello"]]) == {}
+    since = await memory.store.adjacent_messages(
+        "agent", [ids["do you still keep turtles?"]], since=NOW + 5)
+    assert [m.text for m in since[ids["do you still keep turtles?"]]] == ["yes, three of them"]
+
+
+async def test_with_neighbours_an_answer_comes_with_the_line_it_answers(memory: Memory) -> None:
+    session_id = await memory.store.session("agent", "talk")
+    await memory.store.add_transcript("agent", session_id, [
+        TranscriptMessage(0, "user", "do you still keep turtles?", NOW),
+        TranscriptMessage(0, "assistant", "yes, three of them, they make me feel calm", NOW),
+    ])
+    await say(memory, "agent", *[f"a walk in park number {n}" for n in range(5)], key="other")
+    await memory.drain()
+    plain = await memory.search("agent", "turtles", fusion=BM25_ONLY)
+    assert [r.text for r in plain] == ["do you still keep turtles?"]
+    found = await memory.search("agent", "turtles", fusion=BM25_ONLY, neighbours=True)
+    assert [r.text for r in found] == [
+        "do you still keep turtles?", "yes, three of them, they make me feel calm"]
+    assert found[1].components["neighbour"] > 0

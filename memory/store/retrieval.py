@@ -172,6 +172,49 @@ class RetrievalQueries(Database):
 
         return await self._read(read)
 
+    async def adjacent_messages(
+        self, agent_id: str, ids: Sequence[int], *, since: float | None = None
+    ) -> dict[int, list[StoredItem]]:
+        """For the agent's transcript messages among `ids`, the messages said just before
+        and just after each in its session (one at a session's ends; a message alone in
+        its session, or another agent's, is left out)."""
+        require_agent(agent_id)
+        if not ids:
+            return {}
+
+        def read(conn: sqlite3.Connection) -> dict[int, list[StoredItem]]:
+            # A message's neighbours lie within one turn of it (the unique key's index).
+            sql = (
+                "SELECT n.*, c.id AS of_id, c.turn_index AS of_turn, c.role AS of_role "
+                "FROM transcript c JOIN transcript n ON n.agent_id = c.agent_id "
+                "AND n.session_id = c.session_id "
+                "AND n.turn_index BETWEEN c.turn_index - 1 AND c.turn_index + 1 "
+                f"WHERE c.id IN ({', '.join('?' * len(ids))}) AND +c.agent_id = ? "
+                "AND n.id != c.id"
+            )
+            params: list[Any] = [*ids, agent_id]
+            if since is not None:
+                sql += " AND n.at >= ?"
+                params.append(since)
+            # Within a turn the user speaks first.
+            before: dict[int, tuple[tuple[int, bool], StoredItem]] = {}
+            after: dict[int, tuple[tuple[int, bool], StoredItem]] = {}
+            for row in conn.execute(sql, params):
+                me = (row["of_turn"], row["of_role"] != "user")
+                order = (row["turn_index"], row["role"] != "user")
+                item = _stored_item("transcript", row)
+                source = row["of_id"]
+                if order < me and (source not in before or order > before[source][0]):
+                    before[source] = (order, item)
+                elif order > me and (source not in after or order < after[source][0]):
+                    after[source] = (order, item)
+            return {
+                source: [side[source][1] for side in (before, after) if source in side]
+                for source in dict.fromkeys([*before, *after])
+            }
+
+        return await self._read(read)
+
     # -- embeddings ---------------------------------------------------------------------
 
     async def queued_for_vectors(
