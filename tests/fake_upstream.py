@@ -4,8 +4,15 @@ aiohttp runs in a background thread with its own event loop, so sync tests, asyn
 and a proxy in another thread or process all reach it over loopback. Every request is
 recorded before it is answered. POST /v1/chat/completions consumes one-shot behaviours
 queued with `enqueue` (or the shortcuts `reply`, `tool_call`, `error`, `stall`,
-`drop_mid_stream`, `json`, `raw_events`); with none queued it echoes the last user
+`drop_mid_stream`, `json`, `raw_events`, and for tool round trips `tool_calls`,
+`answer_tool_result`, `tool_call_while_offered`); with none queued it echoes the last user
 message, streaming when the request asks to.
+
+A tool round trip is scripted as two behaviours: the call, then the answer given on
+seeing its result (a request without a matching tool result gets a 400, as from a strict
+server):
+
+    fake.tool_call("search_memory", {"query": "pet"}).answer_tool_result(prefix="I see: ")
 
     with FakeUpstream() as fake:
         fake.reply("hello", chunk_delay=0.05).error(429)
@@ -297,6 +304,114 @@ class ToolCall:
 
 
 @dataclass(frozen=True)
+class ToolCalls:
+    """An assistant message calling several functions at once (parallel tool calls), its
+    text first when `content` is given; streamed call after call, each opening with its
+    id and name and then its arguments in fragments."""
+
+    calls: tuple[tuple[str, dict[str, Any] | str], ...]
+    content: str | None = None
+    stream: bool | None = None
+
+    async def respond(self, call: ChatCall) -> web.StreamResponse:
+        tool_calls: list[dict[str, Any]] = []
+        deltas: list[dict[str, Any]] = [{"role": "assistant", "content": self.content}]
+        for index, (name, arguments) in enumerate(self.calls):
+            text = arguments if isinstance(arguments, str) else json.dumps(arguments)
+            function = {"name": name, "arguments": text}
+            tool_call = {"id": f"call_{uuid.uuid4().hex[:24]}", "type": "function",
+                         "function": function}
+            tool_calls.append(tool_call)
+            opening = {**tool_call, "index": index, "function": {**function, "arguments": ""}}
+            deltas.append({"tool_calls": [opening]})
+            deltas += [
+                {"tool_calls": [{"index": index, "function": {"arguments": fragment}}]}
+                for fragment in _split_evenly(text, _TOOL_ARGUMENT_FRAGMENTS)
+            ]
+        return await _answer(
+            call,
+            self.stream,
+            message={"role": "assistant", "content": self.content, "tool_calls": tool_calls},
+            deltas=deltas,
+            finish_reason="tool_calls",
+            tokens=sum(_word_count(c["function"]["arguments"]) + 1 for c in tool_calls),
+        )
+
+
+def _unanswered_tool_calls(messages: list[Any]) -> str | None:
+    """Why the request's trailing tool results do not answer the assistant's calls before
+    them (OpenAI refuses such a request), or None when they do."""
+    results: list[dict[str, Any]] = []
+    position = len(messages) - 1
+    while position >= 0 and isinstance(messages[position], dict) and (
+            messages[position].get("role") == "tool"):
+        results.insert(0, messages[position])
+        position -= 1
+    if not results:
+        return "the last message is not a tool result"
+    asked = messages[position] if position >= 0 else None
+    calls = asked.get("tool_calls") if isinstance(asked, dict) else None
+    if not isinstance(asked, dict) or asked.get("role") != "assistant" or not calls:
+        return "messages with role 'tool' must be a response to a preceding message with " \
+               "'tool_calls'"
+    call_ids = [c.get("id") for c in calls if isinstance(c, dict)]
+    result_ids = [r.get("tool_call_id") for r in results]
+    if sorted(map(str, call_ids)) != sorted(map(str, result_ids)):
+        return (f"an assistant message with 'tool_calls' must be followed by tool messages "
+                f"responding to each 'tool_call_id' (calls {call_ids}, results {result_ids})")
+    return None
+
+
+@dataclass(frozen=True)
+class AnswerToolResult:
+    """The answer a model gives on seeing its tool results: `content`, or (None) `prefix`
+    followed by the last tool result's text. A request that does not end with tool results
+    answering every call of the assistant message before them gets a 400."""
+
+    content: str | None = None
+    prefix: str = "tool said: "
+    stream: bool | None = None
+
+    async def respond(self, call: ChatCall) -> web.StreamResponse:
+        sent = call.payload.get("messages")
+        messages: list[Any] = sent if isinstance(sent, list) else []
+        problem = _unanswered_tool_calls(messages)
+        if problem is not None:
+            return web.json_response(error_body(problem, 400), status=400)
+        content = self.content
+        if content is None:
+            content = self.prefix + _message_text(messages[-1].get("content"))
+        return await Reply(content, self.stream).respond(call)
+
+
+def offers_tool(payload: dict[str, Any], name: str) -> bool:
+    """Whether a request lets the model call the function `name`."""
+    tools = payload.get("tools")
+    if payload.get("tool_choice") == "none" or not isinstance(tools, list):
+        return False
+    return any(
+        isinstance(tool, dict) and isinstance(tool.get("function"), dict)
+        and tool["function"].get("name") == name
+        for tool in tools
+    )
+
+
+@dataclass(frozen=True)
+class ToolCallWhileOffered:
+    """A model that calls `name` whenever the request lets it (the tool declared and
+    tool_choice not "none"), and otherwise answers `otherwise`."""
+
+    name: str
+    arguments: dict[str, Any] | str
+    otherwise: str = "answered without the tool"
+
+    async def respond(self, call: ChatCall) -> web.StreamResponse:
+        if offers_tool(call.payload, self.name):
+            return await ToolCall(self.name, self.arguments).respond(call)
+        return await Reply(self.otherwise).respond(call)
+
+
+@dataclass(frozen=True)
 class ErrorReply:
     """An error status with OpenAI's error body, or `body` (a str is sent as text/plain)."""
 
@@ -459,6 +574,29 @@ class FakeUpstream:
         self, name: str, arguments: dict[str, Any] | str, *, stream: bool | None = None
     ) -> Self:
         return self.enqueue(ToolCall(name, arguments, stream))
+
+    def tool_calls(
+        self,
+        calls: list[tuple[str, dict[str, Any] | str]],
+        *,
+        content: str | None = None,
+        stream: bool | None = None,
+    ) -> Self:
+        return self.enqueue(ToolCalls(tuple(calls), content, stream))
+
+    def answer_tool_result(
+        self, content: str | None = None, *, prefix: str = "tool said: ",
+        stream: bool | None = None,
+    ) -> Self:
+        return self.enqueue(AnswerToolResult(content, prefix, stream))
+
+    def tool_call_while_offered(
+        self, name: str, arguments: dict[str, Any] | str, *,
+        otherwise: str = "answered without the tool", times: int = 1,
+    ) -> Self:
+        for _ in range(times):
+            self.enqueue(ToolCallWhileOffered(name, arguments, otherwise))
+        return self
 
     def error(self, status: int, body: Any = None) -> Self:
         return self.enqueue(ErrorReply(status, body))
