@@ -232,6 +232,14 @@ class Settings:
         "and quoted, as something once said) or omit (left out).",
         choices=("quote", "omit"),
     )
+    memory_tool: bool = _setting(
+        False,
+        "Offer the model a search_memory tool on chat requests carrying X-Agent-Id (besides "
+        "the injected block): when the model calls it, the proxy searches the agent's memory, "
+        "hands it the results and asks again (3 searches at most; after them, once more "
+        "for an answer), and the client receives only the final answer. False: no tool is "
+        "offered and requests go out as before.",
+    )
     summary_debounce_seconds: float = _setting(
         60.0, "Quiet seconds after a session's last turn before it is distilled.", low=1, high=3600
     )

@@ -13,6 +13,7 @@ from mnemoproxy.errors import InvalidArgument
 from mnemoproxy.proxy.access import authorize
 from mnemoproxy.proxy.chat_memory import prepare, remember
 from mnemoproxy.proxy.ids import header_id
+from mnemoproxy.proxy.memory_tool import MemoryTool, offered_body
 from mnemoproxy.proxy.metrics import CHAT_ROUTE
 from mnemoproxy.proxy.relay import OnReply, relay
 from mnemoproxy.proxy.services import Services
@@ -96,10 +97,6 @@ async def chat_completions(
     headers = forward_headers(
         request.headers.items(), api_key=services.upstream.api_key, identity_encoding=True
     )
-    upstream_response = await services.upstream.send(
-        "POST", "/v1/chat/completions", headers=headers, content=raw
-    )
-    services.metrics.upstream[CHAT_ROUTE].observe(upstream_response.waited)
     on_reply: OnReply | None = None
     if plan is not None and memory is not None:
         recorded_plan, recording_memory = plan, memory
@@ -110,6 +107,19 @@ async def chat_completions(
                 wait=services.settings.memory_read_deadline_seconds,
             )
 
+        # memory_tool: the model may search the agent's memory (proxy/memory_tool.py).
+        tool_body = offered_body(plan.body or body) if services.settings.memory_tool else None
+        if tool_body is not None:
+            return await MemoryTool(
+                upstream=services.upstream, headers=headers, memory=memory,
+                agent_id=plan.agent_id, settings=services.settings, metrics=services.metrics,
+                extra_headers=plan.headers, on_reply=on_reply,
+            ).answer(tool_body)
+
+    upstream_response = await services.upstream.send(
+        "POST", "/v1/chat/completions", headers=headers, content=raw
+    )
+    services.metrics.upstream[CHAT_ROUTE].observe(upstream_response.waited)
     return await relay(
         upstream_response,
         extra_headers=plan.headers if plan is not None else None,
