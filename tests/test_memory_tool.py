@@ -424,3 +424,45 @@ def test_a_failed_search_is_answered_to_the_model(
     error = tool_result(chats(fake_upstream)[1])["error"]
     assert ("failed" if failure == "raises" else "too long") in error
     assert reply["content"].startswith("tool said: ")
+
+
+def _chunk(delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
+    return {"id": "chatcmpl-raw", "object": "chat.completion.chunk", "created": 0,
+            "model": "fake-model",
+            "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
+
+
+def _name_part(index: int, name: str, call_id: str | None = None) -> dict[str, Any]:
+    part: dict[str, Any] = {"index": index, "function": {"name": name, "arguments": ""}}
+    if call_id:
+        part |= {"id": call_id, "type": "function"}
+    return {"tool_calls": [part]}
+
+
+def _arguments_part(index: int, text: str) -> dict[str, Any]:
+    return {"tool_calls": [{"index": index, "function": {"arguments": text}}]}
+
+
+def test_names_sent_in_pieces_are_told_apart(tool_proxy: ProxyServer,
+                                            fake_upstream: FakeUpstream):
+    """Servers may split a function's name over deltas: 'search_' could still become
+    search_memory, 'search_w' no longer can. The client's call is relayed whole and
+    renumbered; the search is dropped beside it."""
+    search_web = {"type": "function", "function": {"name": "search_web", "parameters": {
+        "type": "object", "properties": {"q": {"type": "string"}}}}}
+    fake_upstream.raw_events([
+        _chunk({"role": "assistant", "content": None}),
+        _chunk(_name_part(0, "search_", "call_a")),
+        _chunk(_name_part(0, "memory")),
+        _chunk(_arguments_part(0, '{"query": "x"}')),
+        _chunk(_name_part(1, "search", "call_b")),
+        _chunk(_arguments_part(1, '{"q": ')),
+        _chunk(_name_part(1, "_web")),
+        _chunk(_arguments_part(1, '"news"}')),
+        _chunk({}, "tool_calls"),
+    ])
+    reply = ask(tool_proxy, "alice", "news?", stream=True, tools=[search_web])
+    assert reply["tool_calls"] == [{"id": "call_b", "type": "function", "function": {
+        "name": "search_web", "arguments": '{"q": "news"}'}}]
+    assert reply["finish_reason"] == "tool_calls"
+    assert len(chats(fake_upstream)) == 1
