@@ -39,7 +39,7 @@ import asyncio
 import json
 import logging
 from collections.abc import AsyncIterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
@@ -47,18 +47,25 @@ from litestar import Response
 from litestar.response import Stream
 
 from mnemoproxy.config.settings import Settings
-from mnemoproxy.errors import MnemoError, UpstreamError, UpstreamTimeout
+from mnemoproxy.errors import MnemoError, UpstreamError
 from mnemoproxy.gate import looks_like_instructions
 from mnemoproxy.memory import SCOPES, Memory, SearchResult
 from mnemoproxy.proxy.errors import sse_error_event
 from mnemoproxy.proxy.metrics import CHAT_ROUTE, Metrics
-from mnemoproxy.proxy.relay import OnReply, relay
+from mnemoproxy.proxy.relay import OnReply, broken_stream_event, relay
 from mnemoproxy.proxy.sse import AssistantReply, reply_from_json
+from mnemoproxy.proxy.tool_stream import (
+    ROUND_SEPARATOR,
+    SEARCH_MEMORY,
+    ClientReply,
+    StreamRound,
+    event_bytes,
+    summed_usage,
+)
 from mnemoproxy.proxy.upstream import Upstream, UpstreamResponse
 
 log = logging.getLogger("mnemoproxy.memory")
 
-SEARCH_MEMORY = "search_memory"
 # Replies calling search_memory answered for one client request; the request after the
 # last one goes out with the tool disabled (module docstring).
 MAX_SEARCH_ROUNDS = 3
@@ -70,8 +77,6 @@ MAX_RESULT_CHARS = 1000
 # A whole (non-streamed) reply is read to see whether it calls the tool; a larger one is
 # relayed as it comes, unread.
 WHOLE_REPLY_LIMIT = 32_000_000
-# Between the texts of two rounds, as the client receives them.
-ROUND_SEPARATOR = "\n\n"
 TOOL_HEADER = "X-Memory-Tool"
 _TOOL_SCOPES = ("pinned", "identity", "episodes", "transcript")
 
@@ -237,11 +242,11 @@ class MemoryTool:
     # -- streams -----------------------------------------------------------------------
 
     async def _stream(self, response: UpstreamResponse) -> AsyncIterator[bytes]:
-        reply = _ClientReply()
+        reply = ClientReply()
         hidden: list[dict[str, Any]] = []
         round_ = 0
         while True:
-            reading = _StreamRound(reply, can_continue=round_ < MAX_SEARCH_ROUNDS)
+            reading = StreamRound(reply, can_continue=round_ < MAX_SEARCH_ROUNDS)
             try:
                 async for chunk in response.chunks():
                     relayed = reading.feed(chunk)
@@ -252,7 +257,7 @@ class MemoryTool:
                     yield relayed
             except UpstreamError as error:
                 log.warning("upstream broke the stream: %s", error.message)
-                yield _broken_event(error)
+                yield broken_stream_event(error)
                 return
             finally:
                 await response.aclose()
@@ -273,7 +278,7 @@ class MemoryTool:
                 return
         self._log(round_ + 1)
         if reply.usage_event is not None:
-            yield _event_bytes(reply.usage_event)
+            yield event_bytes(reply.usage_event)
         await self._deliver(reply.assistant_reply())
         if reading.done:
             yield b"data: [DONE]\n\n"
@@ -454,24 +459,8 @@ def _merged_completion(
             choice["finish_reason"] = "stop"
     usages = [c.get("usage") for c in (*earlier, final)]
     if isinstance(final.get("usage"), dict):
-        final["usage"] = _summed([u for u in usages if isinstance(u, dict)])
+        final["usage"] = summed_usage([u for u in usages if isinstance(u, dict)])
     return json.dumps(final, ensure_ascii=False).encode()
-
-
-def _summed(usages: list[dict[str, Any]]) -> dict[str, Any]:
-    """Token counts added up key by key (nested details too); other values: the last's."""
-    total: dict[str, Any] = {}
-    for usage in usages:
-        for key, value in usage.items():
-            before = total.get(key)
-            if isinstance(value, int) and not isinstance(value, bool) and isinstance(
-                    before, int) and not isinstance(before, bool):
-                total[key] = before + value
-            elif isinstance(value, dict) and isinstance(before, dict):
-                total[key] = _summed([before, value])
-            else:
-                total[key] = value
-    return total
 
 
 def _is_sse(response: UpstreamResponse) -> bool:
@@ -517,15 +506,6 @@ async def _read_whole(response: UpstreamResponse) -> bytes | _Unread:
     return bytes(body)
 
 
-def _broken_event(error: UpstreamError) -> bytes:
-    broken = error if isinstance(error, UpstreamTimeout) else UpstreamError(
-        "the upstream closed the stream before it finished; the reply is incomplete, "
-        "retry the request",
-        code="upstream_stream_broken",
-    )
-    return sse_error_event(broken)
-
-
 async def _failed_round_event(response: UpstreamResponse) -> bytes:
     """The error event ending a stream whose next round the upstream refused."""
     try:
@@ -546,252 +526,3 @@ async def _failed_round_event(response: UpstreamResponse) -> bytes:
         f"search{detail}; the reply is incomplete, retry the request",
         code=f"upstream_{response.status_code}",
     ))
-
-
-def _event_bytes(payload: dict[str, Any]) -> bytes:
-    return b"data: " + json.dumps(payload, ensure_ascii=False).encode() + b"\n\n"
-
-
-# -- reading a stream ---------------------------------------------------------------------
-
-
-@dataclass
-class _Call:
-    """One tool call of a streamed reply, as its deltas arrive."""
-
-    id: str | None = None
-    name: str = ""
-    arguments: str = ""
-    owner: str = "pending"  # pending (its name could still be search_memory), memory, client
-    client_index: int = -1
-
-    def as_delta(self) -> dict[str, Any]:
-        """Everything so far in one delta part, for a client call seen late."""
-        part: dict[str, Any] = {"index": self.client_index}
-        if self.id:
-            part["id"] = self.id
-        part["type"] = "function"
-        part["function"] = {"name": self.name, "arguments": self.arguments}
-        return part
-
-    def as_call(self, fallback_id: str) -> dict[str, Any]:
-        return {"id": self.id or fallback_id, "type": "function",
-                "function": {"name": self.name, "arguments": self.arguments}}
-
-
-@dataclass
-class _ClientReply:
-    """The reply as the client receives it, over every round."""
-
-    stream_id: str | None = None  # the first round's; later rounds' chunks carry it too
-    content: list[str] = field(default_factory=list)
-    calls: list[dict[str, Any]] = field(default_factory=list)
-    finish_reason: str | None = None
-    usage_event: dict[str, Any] | None = None  # the last round's, usage summed
-    usages: list[dict[str, Any]] = field(default_factory=list)
-
-    def assistant_reply(self) -> AssistantReply:
-        return AssistantReply("".join(self.content), self.calls, self.finish_reason)
-
-
-class _StreamRound:
-    """One round's SSE stream, read as it passes: `feed` returns what to relay now."""
-
-    def __init__(self, reply: _ClientReply, *, can_continue: bool) -> None:
-        self.reply = reply
-        self.can_continue = can_continue
-        self.first = reply.stream_id is None
-        self.text = ""
-        self.done = False  # the upstream sent [DONE]
-        self.continues = False  # decided at the round's end: another round follows
-        self._finished = False
-        self._buffer = b""
-        self._calls: dict[int, _Call] = {}
-        self._client_calls = 0
-        self._last: dict[str, Any] = {}  # the last chunk seen, for a made-up one
-
-    def feed(self, chunk: bytes) -> bytes:
-        self._buffer += chunk
-        out: list[bytes] = []
-        while True:
-            end, separator = _event_end(self._buffer)
-            if end < 0:
-                return b"".join(out)
-            event = self._buffer[: end + separator]
-            self._buffer = self._buffer[end + separator :]
-            out.append(self._event(event))
-
-    def end(self) -> bytes:
-        """The stream is over: its last event without a blank line, and the decision."""
-        out = [self._event(self._buffer + b"\n\n")] if self._buffer.strip() else []
-        self._buffer = b""
-        if not self._finished:
-            flushed = self._resolve()
-            if flushed:
-                out.append(_event_bytes(self._made_up({"tool_calls": flushed})))
-            self._decide()
-            self._finish_calls()
-        return b"".join(out)
-
-    def memory_calls(self) -> list[dict[str, Any]]:
-        calls = [c for c in self._calls.values() if c.owner == "memory"]
-        return [c.as_call(f"call_memory_{number}") for number, c in enumerate(calls)]
-
-    # -- events --------------------------------------------------------------------------
-
-    def _event(self, raw: bytes) -> bytes:
-        data = b"\n".join(
-            line[5:].lstrip() for line in raw.splitlines() if line.startswith(b"data:"))
-        if not data:
-            return raw  # a comment (keep-alive) or an event of another kind
-        if data.strip() == b"[DONE]":
-            self.done = True
-            return b""
-        try:
-            payload = json.loads(data)
-        except (ValueError, RecursionError):
-            return raw
-        if not isinstance(payload, dict) or not isinstance(payload.get("choices"), list):
-            return raw  # an error event, or something else the client should see
-        if self.first and isinstance(payload.get("id"), str) and self.reply.stream_id is None:
-            self.reply.stream_id = payload["id"]
-        self._last = payload
-        choices = payload["choices"]
-        if not choices:
-            if isinstance(payload.get("usage"), dict):  # the usage event: held to the end
-                self.reply.usages.append(payload["usage"])
-                self.reply.usage_event = {**payload, "usage": _summed(self.reply.usages)}
-                if not self.first and self.reply.stream_id:
-                    self.reply.usage_event["id"] = self.reply.stream_id
-                return b""
-            return raw
-        outcome = self._choice(choices[0]) if isinstance(choices[0], dict) else "same"
-        if outcome == "drop":
-            return b""
-        if not self.first and self.reply.stream_id and payload.get("id") != self.reply.stream_id:
-            payload["id"] = self.reply.stream_id
-            outcome = "changed"
-        return _event_bytes(payload) if outcome == "changed" else raw
-
-    def _choice(self, choice: dict[str, Any]) -> str:
-        """Rewrite choice 0 for the client: "same", "changed", or "drop" when nothing is
-        left of it to relay."""
-        changed = removed = False
-        delta = choice.get("delta")
-        if isinstance(delta, dict):
-            text = delta.get("content")
-            if isinstance(text, str) and text:
-                if not self.text and self.reply.content:  # a later round's first text
-                    delta["content"] = text = ROUND_SEPARATOR + text
-                    changed = True
-                self.text += text
-                self.reply.content.append(text)
-            parts = delta.get("tool_calls")
-            if isinstance(parts, list):
-                relayed = [out for part in parts for out in self._call_part(part)]
-                if relayed != parts:
-                    changed = removed = True
-                    if relayed:
-                        delta["tool_calls"] = relayed
-                    else:
-                        del delta["tool_calls"]
-        finish = choice.get("finish_reason")
-        if isinstance(finish, str) and not self._finished:
-            flushed = self._resolve()
-            if flushed:
-                if isinstance(delta, dict):
-                    delta["tool_calls"] = [*(delta.get("tool_calls") or []), *flushed]
-                else:
-                    choice["delta"] = {"tool_calls": flushed}
-                changed = True
-            self._decide()
-            self._finish_calls()
-            if self.continues:
-                choice["finish_reason"] = None
-                changed = removed = True
-            elif finish == "tool_calls" and not self._client_calls:
-                choice["finish_reason"] = "stop"
-                changed = True
-            self.reply.finish_reason = choice["finish_reason"]
-        if removed and choice.get("finish_reason") is None and not _carries(
-                choice.get("delta"), role=self.first):
-            return "drop"
-        return "changed" if changed else "same"
-
-    def _call_part(self, part: Any) -> list[dict[str, Any]]:
-        """What the client gets of one tool-call delta part."""
-        if not isinstance(part, dict):
-            return [part]
-        index = part.get("index")
-        if not isinstance(index, int) or isinstance(index, bool):
-            index = len(self._calls)
-        call = self._calls.setdefault(index, _Call())
-        if isinstance(part.get("id"), str) and part["id"] and not call.id:
-            call.id = part["id"]
-        function = part.get("function")
-        if isinstance(function, dict):
-            if isinstance(function.get("name"), str):
-                call.name += function["name"]
-            if isinstance(function.get("arguments"), str):
-                call.arguments += function["arguments"]
-        if call.owner == "client":
-            return [{**part, "index": call.client_index}]
-        if call.owner == "pending" and call.name and not SEARCH_MEMORY.startswith(call.name):
-            self._to_client(call)
-            return [call.as_delta()]
-        return []
-
-    def _to_client(self, call: _Call) -> None:
-        call.owner = "client"
-        call.client_index = self._client_calls
-        self._client_calls += 1
-
-    def _resolve(self) -> list[dict[str, Any]]:
-        """The round's calls are complete: a pending one is search_memory's if that is its
-        whole name, else the client's (returned, to be relayed now)."""
-        flushed = []
-        for call in self._calls.values():
-            if call.owner != "pending":
-                continue
-            if call.name == SEARCH_MEMORY:
-                call.owner = "memory"
-            else:
-                self._to_client(call)
-                flushed.append(call.as_delta())
-        return flushed
-
-    def _decide(self) -> None:
-        self._finished = True
-        memory = any(c.owner == "memory" for c in self._calls.values())
-        self.continues = memory and not self._client_calls and self.can_continue
-
-    def _finish_calls(self) -> None:
-        if not self.continues:
-            theirs = sorted((c for c in self._calls.values() if c.owner == "client"),
-                            key=lambda c: c.client_index)
-            self.reply.calls = [c.as_call(f"call_{c.client_index}") for c in theirs]
-
-    def _made_up(self, delta: dict[str, Any]) -> dict[str, Any]:
-        """A chunk carrying `delta`, shaped like the stream's own."""
-        chunk: dict[str, Any] = {key: self._last[key] for key in (
-            "id", "object", "created", "model") if key in self._last}
-        if self.reply.stream_id:
-            chunk["id"] = self.reply.stream_id
-        chunk["choices"] = [{"index": 0, "delta": delta, "finish_reason": None}]
-        return chunk
-
-
-def _carries(delta: Any, *, role: bool) -> bool:
-    """Whether a delta still holds something for the client; its `role` counts only when
-    asked (the first round's: a later round's role repeats what the client has)."""
-    if not isinstance(delta, dict):
-        return False
-    return any(value not in (None, "", []) for key, value in delta.items()
-               if role or key != "role")
-
-
-def _event_end(buffer: bytes) -> tuple[int, int]:
-    """Where the first complete SSE event ends, and its separator's length (-1 if none)."""
-    found = [(at, len(sep)) for sep in (b"\n\n", b"\r\n\r\n") if (at := buffer.find(sep)) >= 0]
-    return min(found) if found else (-1, 0)
-
