@@ -108,7 +108,8 @@ def _summary(figures: dict[str, Any]) -> list[dict[str, str]]:
                  "value": f"{burst.get('error', 0)} of {sum(burst.values())}"})
     rss = figures["rss_after_runs"]
     rows.append({"figure": f"proxy resident memory after the runs, {items}", "target": "",
-                 "value": f"{rss['rss_mib']:.0f} MiB (peak {rss['peak_rss_mib']:.0f})"})
+                 "value": f"{rss['rss_mib']:.0f} MiB (peak {rss['peak_rss_mib']:.0f}, private "
+                          f"anonymous {rss['private_anonymous_mib']:.0f})"})
     return rows
 
 

@@ -73,8 +73,18 @@ async def measure(
             for _ in queue:
                 latencies.append(await _one(session, url, body, headers))
 
+        started = time.perf_counter()
         await asyncio.gather(*(worker() for _ in range(concurrency)))
+        _WALL.append((len(latencies), time.perf_counter() - started))
     return latencies
+
+
+# (requests, seconds) of each measure() run, for requests per second.
+_WALL: list[tuple[int, float]] = []
+
+
+def _per_second(runs: list[tuple[int, float]]) -> float:
+    return sum(n for n, _ in runs) / max(1e-9, sum(seconds for _, seconds in runs))
 
 
 def compare(
@@ -90,6 +100,8 @@ def compare(
         for concurrency in (1, 32):
             direct: list[float] = []
             proxied: list[float] = []
+            direct_runs: list[tuple[int, float]] = []
+            proxied_runs: list[tuple[int, float]] = []
             # Interleave rounds so drift in machine load affects both sides equally.
             for _ in range(3):
                 n = max(1, requests // 3)
@@ -103,6 +115,7 @@ def compare(
                         message=message,
                     )
                 )
+                direct_runs.append(_WALL.pop())
                 proxied += asyncio.run(
                     measure(
                         proxy_url,
@@ -113,6 +126,7 @@ def compare(
                         message=message,
                     )
                 )
+                proxied_runs.append(_WALL.pop())
             row = {
                 "mode": "stream TTFB" if stream else "non-stream",
                 "concurrency": concurrency,
@@ -120,6 +134,9 @@ def compare(
                 "proxy_p50_ms": 1000 * statistics.median(proxied),
                 "direct_p99_ms": 1000 * percentile(direct, 0.99),
                 "proxy_p99_ms": 1000 * percentile(proxied, 0.99),
+                # With the fake upstream on the same two cores: a floor, not a ceiling.
+                "direct_per_second": _per_second(direct_runs),
+                "proxy_per_second": _per_second(proxied_runs),
             }
             row["added_p50_ms"] = row["proxy_p50_ms"] - row["direct_p50_ms"]
             row["added_p99_ms"] = row["proxy_p99_ms"] - row["direct_p99_ms"]
@@ -132,13 +149,14 @@ def print_rows(title: str, rows: list[dict[str, Any]]) -> None:
     print(f"\n{title}")
     print(
         f"{'mode':<12} {'conc':>4} {'direct p50':>10} {'proxy p50':>10} {'added p50':>10} "
-        f"{'direct p99':>10} {'proxy p99':>10} {'ratio':>6}"
+        f"{'direct p99':>10} {'proxy p99':>10} {'ratio':>6} {'direct/s':>8} {'proxy/s':>8}"
     )
     for r in rows:
         print(
             f"{r['mode']:<12} {r['concurrency']:>4} {r['direct_p50_ms']:>8.2f}ms "
             f"{r['proxy_p50_ms']:>8.2f}ms {r['added_p50_ms']:>8.2f}ms "
-            f"{r['direct_p99_ms']:>8.2f}ms {r['proxy_p99_ms']:>8.2f}ms {r['ratio_p50']:>6.2f}"
+            f"{r['direct_p99_ms']:>8.2f}ms {r['proxy_p99_ms']:>8.2f}ms {r['ratio_p50']:>6.2f} "
+            f"{r['direct_per_second']:>8.0f} {r['proxy_per_second']:>8.0f}"
         )
 
 

@@ -103,10 +103,18 @@ def running_proxy(
 
 
 def resident_mib(pid: int) -> dict[str, float]:
-    """Resident memory of a process now (VmRSS) and at its peak (VmHWM), in MiB."""
+    """Resident memory of a process now (VmRSS) and at its peak (VmHWM), and of it the
+    private anonymous part (the process's own heap: what a second worker would cost again;
+    the rest is file-backed pages such as the SQLite memory map and shared libraries), in
+    MiB."""
     fields: dict[str, float] = {}
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():
         name, _, value = line.partition(":")
         if name in ("VmRSS", "VmHWM"):
             fields[name] = int(value.split()[0]) / 1024  # the kernel reports kB
-    return {"rss_mib": fields["VmRSS"], "peak_rss_mib": fields["VmHWM"]}
+    for line in Path(f"/proc/{pid}/smaps_rollup").read_text().splitlines():
+        name, _, value = line.partition(":")
+        if name == "Anonymous":
+            fields[name] = int(value.split()[0]) / 1024
+    return {"rss_mib": fields["VmRSS"], "peak_rss_mib": fields["VmHWM"],
+            "private_anonymous_mib": fields.get("Anonymous", 0.0)}
