@@ -11,6 +11,7 @@ from mnemoproxy.memory.models import KINDS, SCOPES, Kind, Turn
 from mnemoproxy.memory.search import SearchResult
 from mnemoproxy.memory.service import Memory
 from mnemoproxy.memory.store.records import Fact
+from mnemoproxy.memory.store.threads import ThreadSummary
 from mnemoproxy.memory.write_path import DistillOutcome, IngestResult
 
 __all__ = [
@@ -25,5 +26,6 @@ __all__ = [
     "Kind",
     "Memory",
     "SearchResult",
+    "ThreadSummary",
     "Turn",
 ]

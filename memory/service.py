@@ -14,7 +14,7 @@ import asyncio
 import logging
 from collections import OrderedDict
 from collections.abc import Collection, Coroutine, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -44,6 +44,7 @@ from mnemoproxy.memory.store import Store
 from mnemoproxy.memory.store.cipher import Cipher
 from mnemoproxy.memory.store.db import require_agent
 from mnemoproxy.memory.store.records import Episode, Fact, item_type_of
+from mnemoproxy.memory.store.threads import ThreadSummary
 from mnemoproxy.memory.vectors import VectorIndexes
 from mnemoproxy.memory.write_path import IngestResult, WritePath
 
@@ -84,10 +85,14 @@ class Memory:
         self.core_budget = CoreBudget(settings.core_model_daily_tokens)
         # The core model, when one is configured: the distiller's, lent to the LLM gate.
         self.core_model: CoreModel | None = None
+        # The core model as the long-thread summaries use it (gate/threads.py): a summary
+        # of a conversation is a distillation, counted (and capped) as one.
+        self.summary_model: CoreModel | None = None
         distiller_core: CoreModel | None = None
         if core_model is not None:
             self.core_model = BudgetedCoreModel(core_model, self.core_budget, "relevance_gate")
             distiller_core = BudgetedCoreModel(core_model, self.core_budget, "distill")
+            self.summary_model = distiller_core
         self._vectors = VectorIndexes(
             Path(settings.data_dir) / VECTORS_FOLDER, store, embedder,
             persist=not settings.encryption_key_file,
@@ -294,6 +299,22 @@ class Memory:
         used = [(item_type_of(kind), item_id) for kind, item_id in items]
         if used:
             self._spawn(self.store.bump_use(agent_id, used), "count memory use")
+
+    # -- long threads (context_budget_tokens) ---------------------------------------------
+
+    async def thread_summary(self, agent_id: str, session_key: str) -> ThreadSummary | None:
+        """The running summary kept for the session's long thread, if any."""
+        return await self.store.thread_summary(agent_id, session_key)
+
+    async def save_thread_summary(
+        self, agent_id: str, session_key: str, summary: ThreadSummary
+    ) -> ThreadSummary:
+        """Keep `summary` as the session's running summary, scrubbed as everything stored
+        is (credentials, personal data with redact_pii); returns it as kept, to be sent as
+        it will be sent again."""
+        kept = replace(summary, summary=self._writer.scrub(summary.summary))
+        await self.store.save_thread_summary(agent_id, session_key, kept)
+        return kept
 
     # -- upkeep ---------------------------------------------------------------------------
 

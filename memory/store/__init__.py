@@ -10,6 +10,7 @@
     ├── items.py        facts, episodes, entities, use counts
     ├── distillations.py  one session's distillation, in one transaction
     ├── retrieval.py    full-text candidates, item fetches, embedding rows
+    ├── threads.py      long threads: each session's running summary
     └── maintenance.py  consolidation's promotions, evictions, merges
 
 Every method takes the agent id and never touches another agent's rows. Writes go
@@ -33,6 +34,7 @@ from mnemoproxy.memory.store.portable import PortableQueries
 from mnemoproxy.memory.store.retrieval import RetrievalQueries
 from mnemoproxy.memory.store.schema import MIGRATIONS, Migration
 from mnemoproxy.memory.store.sessions import SessionQueries
+from mnemoproxy.memory.store.threads import ThreadQueries
 from mnemoproxy.memory.store.turns import TurnQueries
 
 
@@ -46,6 +48,7 @@ class Store(
     ItemQueries,
     RetrievalQueries,
     MaintenanceQueries,
+    ThreadQueries,
 ):
     @classmethod
     async def open(

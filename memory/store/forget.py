@@ -39,7 +39,8 @@ class ForgetQueries(Database):
             # Items first (their triggers take the FTS entries and vectors along), then what
             # refers to the agent.
             for table in ("transcript", "pending_signals", "facts", "episodes", "entities",
-                          "embeddings", "processing_log", "sessions", "agents"):
+                          "embeddings", "processing_log", "thread_summaries", "sessions",
+                          "agents"):
                 column = "id" if table == "agents" else "agent_id"
                 await db.execute(f"DELETE FROM {table} WHERE {column} = ?", (agent_id,))
         await self._scrub()
@@ -101,6 +102,11 @@ class ForgetQueries(Database):
                 if await cursor.fetchone() is None:
                     await db.execute("DELETE FROM entities WHERE agent_id = ? AND name = ?",
                                      (agent_id, name))
+            # The running summary of its long thread (keyed by the session's key).
+            await db.execute(
+                "DELETE FROM thread_summaries WHERE agent_id = ? AND session_key = "
+                "(SELECT session_key FROM sessions WHERE agent_id = ? AND id = ?)",
+                (agent_id, agent_id, session_id))
             for table in ("pending_signals", "processing_log", "sessions"):
                 column = "id" if table == "sessions" else "session_id"
                 await db.execute(f"DELETE FROM {table} WHERE agent_id = ? AND {column} = ?",

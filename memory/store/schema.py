@@ -269,6 +269,22 @@ _M007_FTS_BY_AGENT = (
 )
 
 
+_M009_THREAD_SUMMARIES = """
+CREATE TABLE thread_summaries (
+    agent_id TEXT NOT NULL,
+    session_key TEXT NOT NULL,
+    covered INTEGER NOT NULL,
+    turns INTEGER NOT NULL,
+    digest TEXT NOT NULL,
+    summary TEXT NOT NULL,
+    author TEXT NOT NULL,
+    created_at REAL NOT NULL,
+    updated_at REAL NOT NULL,
+    PRIMARY KEY (agent_id, session_key)
+) WITHOUT ROWID;
+"""
+
+
 MIGRATIONS: tuple[Migration, ...] = (
     ("m001_initial", _M001_TABLES),
     ("m002_full_text_search", _M002_FTS),
@@ -289,6 +305,11 @@ MIGRATIONS: tuple[Migration, ...] = (
     ("m007_fts_by_agent", _M007_FTS_BY_AGENT),
     # A fact pinned by hand (the management API) is never faded nor evicted by consolidation.
     ("m008_fact_pinned_at", "ALTER TABLE facts ADD COLUMN pinned_at REAL;"),
+    # Long threads (context_budget_tokens): each session's running summary of the turns
+    # compressed out of its chat requests, reused while the same turns are sent again so
+    # the compressed prefix stays byte-stable (gate/threads.py). Keyed by the session key,
+    # as the chat route knows it before the session's first turn is stored.
+    ("m009_thread_summaries", _M009_THREAD_SUMMARIES),
 )
 
 
