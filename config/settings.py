@@ -21,6 +21,8 @@ from mnemoproxy.errors import SettingError
 ENV_PREFIX = "MNEMO_"
 EMBEDDING_BACKENDS = ("wordllama", "minilm", "openai", "hashing")
 DEFAULT_CONFIG_FILE = "mnemoproxy.toml"
+# Below this a long thread's budget could not hold a system prompt, a summary and a turn.
+MIN_CONTEXT_BUDGET_TOKENS = 500
 
 
 def _setting(
@@ -240,6 +242,24 @@ class Settings:
         "for an answer), and the client receives only the final answer. False: no tool is "
         "offered and requests go out as before.",
     )
+    context_budget_tokens: int = _setting(
+        0,
+        "Long threads: most tokens (o200k, text of the messages) a chat request carrying "
+        "X-Agent-Id (memory enabled) may send upstream before its oldest turns are replaced "
+        "by a running summary kept per session (the core model's with core_model, else "
+        "extractive); the system prompt and the latest turn stay as sent, and the summary is "
+        "reused until the budget is exceeded again, so the compressed prefix stays "
+        "byte-stable for prompt caching. 0: long threads are relayed as they are; otherwise "
+        "at least 500.",
+        low=0,
+        high=10_000_000,
+    )
+    context_summary_tokens: int = _setting(
+        1000,
+        "Most tokens of a long thread's summary (at most a quarter of context_budget_tokens).",
+        low=100,
+        high=100_000,
+    )
     summary_debounce_seconds: float = _setting(
         60.0, "Quiet seconds after a session's last turn before it is distilled.", low=1, high=3600
     )
@@ -270,6 +290,13 @@ class Settings:
                 "setting embedding_backend=openai needs embedding_model (for example "
                 "text-embedding-3-small), or choose embedding_backend=wordllama",
                 param="embedding_model",
+            )
+        if 0 < self.context_budget_tokens < MIN_CONTEXT_BUDGET_TOKENS:
+            raise SettingError(
+                f"setting context_budget_tokens ({self.context_budget_tokens}) leaves no room "
+                "for a conversation: use 0 (off) or at least "
+                f"{MIN_CONTEXT_BUDGET_TOKENS}",
+                param="context_budget_tokens",
             )
         if self.core_max_tokens * 2 > self.core_context_tokens:
             raise SettingError(

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from mnemoproxy.config.settings import Settings
-from mnemoproxy.gate import ReadPath, memory_headers
+from mnemoproxy.gate import ReadPath, ThreadCompressor, memory_headers
 from mnemoproxy.memory import Memory, Turn
 from mnemoproxy.proxy.conversation import read_conversation, session_fingerprint
 from mnemoproxy.proxy.metrics import Metrics
@@ -56,8 +56,9 @@ async def prepare(
     deadline: float,
     metrics: Metrics,
 ) -> MemoryPlan:
-    """The request with the agent's memory injected, or as it was when memory is not
-    needed, fails or is not ready within `deadline` seconds. How each read went is
+    """The request with its long thread compressed (context_budget_tokens, gate/threads.py)
+    and the agent's memory injected, or as it was when neither is needed; memory that
+    fails or is not ready within `deadline` seconds is left out. How each read went is
     counted in `metrics` (and shown by /health): a busy machine makes reads miss their
     deadline, and that must be visible and rare."""
     messages = body["messages"]
@@ -66,6 +67,16 @@ async def prepare(
         session_key=session_id or session_fingerprint(agent_id, messages),
         request=body,
     )
+    # Long threads first (context_budget_tokens): the memory block then goes into the
+    # compressed messages, so it is never summarised away.
+    compressor = ThreadCompressor.for_memory(memory)
+    context: dict[str, str] = {}
+    if compressor is not None:
+        compression = await compressor.compress(agent_id, plan.session_key, messages)
+        context = compression.headers()
+        if compression.messages is not None:
+            messages = compression.messages
+            plan.body = {**body, "messages": messages}
     try:
         with metrics.read_seconds.time():
             async with asyncio.timeout(deadline):
@@ -76,16 +87,16 @@ async def prepare(
             "memory read for agent %s missed its %.2f s deadline (memory_read_deadline_seconds);"
             " forwarding without memory", agent_id, deadline,
         )
-        plan.headers = {**memory_headers("error"), "X-Memory-Error": "deadline"}
+        plan.headers = {**memory_headers("error"), "X-Memory-Error": "deadline", **context}
         return plan
     except Exception as exc:  # fail open: the chat must go through without memory
         metrics.reads["failed"].inc()
         log.warning(
             "memory read failed for agent %s, forwarding without memory: %r", agent_id, exc
         )
-        plan.headers = {**memory_headers("error"), "X-Memory-Error": "read_failed"}
+        plan.headers = {**memory_headers("error"), "X-Memory-Error": "read_failed", **context}
         return plan
-    plan.headers = result.headers()
+    plan.headers = {**result.headers(), **context}
     metrics.gate_decisions[result.decision.section].inc()
     if result.messages is not None and result.block is not None:
         metrics.reads["injected"].inc()
