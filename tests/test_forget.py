@@ -3,6 +3,7 @@ file, no byte of its text in any file under data_dir; its neighbours keep everyt
 
 from __future__ import annotations
 
+import sqlite3
 from pathlib import Path
 
 import httpx
@@ -17,8 +18,27 @@ def every_byte(folder: Path) -> bytes:
     return b"".join(p.read_bytes() for p in folder.rglob("*") if p.is_file())
 
 
+def long_thread(word: str, turns: int = 30) -> list[dict[str, str]]:
+    """A conversation over a 1000-token budget whose opening names `word`."""
+    messages = [{"role": "user", "content": f"My dog {word} needs a walking plan."},
+                {"role": "assistant", "content": "Happy to help with the walks."}]
+    for i in range(turns):
+        messages += [
+            {"role": "user", "content": f"Day {i}: where should we walk, somewhere quiet with "
+                                        "shade, water and a bench for me to rest on?"},
+            {"role": "assistant", "content": f"Day {i}: try the river path, then the park "
+                                             "with the old oaks, and rest by the fountain."}]
+    return [*messages, {"role": "user", "content": "And tomorrow?"}]
+
+
+def thread_summaries(data_dir: Path) -> list[tuple[str, str]]:
+    with sqlite3.connect(data_dir / "memory.db") as db:
+        return db.execute("SELECT agent_id, summary FROM thread_summaries").fetchall()
+
+
 def test_a_forgotten_agent_leaves_no_trace(fake_upstream, tmp_path):
-    settings = memory_settings(fake_upstream, tmp_path, embedding_backend="wordllama")
+    settings = memory_settings(fake_upstream, tmp_path, embedding_backend="wordllama",
+                               context_budget_tokens=1000)
     data_dir = Path(settings.data_dir)
     with ProxyServer(settings) as server:
         for agent, word in (("dana", SECRET_WORD), ("bo", "Marmalade")):
@@ -31,13 +51,22 @@ def test_a_forgotten_agent_leaves_no_trace(fake_upstream, tmp_path):
             assert response.status_code == 200, response.text
         sdk(server, "dana", "s2").chat.completions.create(model="m", messages=[
             {"role": "user", "content": f"{SECRET_WORD} ate my sandwich today."}])
+        # A long thread of each: its oldest turns are kept as a running summary.
+        for agent, word in (("dana", SECRET_WORD), ("bo", "Marmalade")):
+            raw = sdk(server, agent, "walks").chat.completions.with_raw_response.create(
+                model="m", messages=long_thread(word))  # type: ignore[arg-type]
+            assert int(raw.headers["X-Context-Compressed-Turns"]) > 0
     vectors_before = sorted(p.name for p in (data_dir / "vectors").glob("*.usearch"))
     assert len(vectors_before) == 2 and SECRET_WORD.encode() in every_byte(data_dir)
+    summaries = thread_summaries(data_dir)
+    assert [a for a, _ in sorted(summaries)] == ["bo", "dana"]
+    assert any(SECRET_WORD in text for _, text in summaries)
 
     with ProxyServer(settings) as server:
         forgotten = httpx.delete(server.url + "/agents/dana")
         assert forgotten.status_code == 200, forgotten.text
-        assert forgotten.json()["forgotten"]["messages"] == 6
+        assert forgotten.json()["forgotten"]["messages"] == 6 + len(long_thread("")) + 1
+        assert [a for a, _ in thread_summaries(data_dir)] == ["bo"]
         assert forgotten.json()["forgotten"]["facts"] >= 1
         assert SECRET_WORD.encode() not in every_byte(data_dir)  # while it runs
         assert [a["id"] for a in httpx.get(server.url + "/agents").json()["agents"]] == ["bo"]
@@ -49,3 +78,27 @@ def test_a_forgotten_agent_leaves_no_trace(fake_upstream, tmp_path):
     assert SECRET_WORD.encode() not in every_byte(data_dir)
     assert b"dana" not in every_byte(data_dir)
     assert len(list((data_dir / "vectors").glob("*.usearch"))) == 1
+
+
+def test_a_forgotten_session_takes_its_long_thread_summary_along(fake_upstream, tmp_path):
+    settings = memory_settings(fake_upstream, tmp_path, context_budget_tokens=1000)
+    data_dir = Path(settings.data_dir)
+    with ProxyServer(settings) as server:
+        for session, word in (("walks", SECRET_WORD), ("runs", "Marmalade")):
+            raw = sdk(server, "dana", session).chat.completions.with_raw_response.create(
+                model="m", messages=long_thread(word))  # type: ignore[arg-type]
+            assert int(raw.headers["X-Context-Compressed-Turns"]) > 0
+        assert len(thread_summaries(data_dir)) == 2
+        sessions = httpx.get(server.url + "/agents/dana/sessions").json()["sessions"]
+        walks = next(s["id"] for s in sessions if s["conversation_id"] == "walks")
+        assert httpx.delete(f"{server.url}/agents/dana/sessions/{walks}").status_code == 200
+        left = thread_summaries(data_dir)
+        assert len(left) == 1 and "Marmalade" in left[0][1]
+        assert SECRET_WORD.encode() not in every_byte(data_dir)
+        # The same conversation sent again is summarised afresh, from what it says.
+        raw = sdk(server, "dana", "walks").chat.completions.with_raw_response.create(
+            model="m", messages=long_thread(SECRET_WORD))  # type: ignore[arg-type]
+        assert raw.headers["X-Context-Summary"] == "extractive"
+        assert httpx.delete(server.url + "/agents/dana").status_code == 200
+        assert thread_summaries(data_dir) == []
+    assert SECRET_WORD.encode() not in every_byte(data_dir)
