@@ -343,28 +343,49 @@ class ThreadCompressor:
     def extractive(self, messages: Sequence[dict[str, Any]]) -> str:
         """Each message's opening with its role, one line each (its first sentence alone
         when the openings do not fit); when even those do not all fit, the thread's first
-        lines and as many of its latest as do."""
+        lines and as many of its latest as do. Lines are made only as far as they can be
+        used: the cost follows the summary's size, not the thread's."""
         room = self.summary_cap - self._frame_tokens
-        for chars, least in ((EXTRACT_CHARS, EXTRACT_MIN_CHARS), (SHORT_EXTRACT_CHARS, 0)):
-            lines = [line for m in messages if (line := _extract_line(m, chars, least))]
-            costs = [count_tokens(line) + 1 for line in lines]
-            if sum(costs) <= room:
+
+        def line_of(message: dict[str, Any], short: bool) -> tuple[str, int]:
+            chars, least = (SHORT_EXTRACT_CHARS, 0) if short else (EXTRACT_CHARS,
+                                                                   EXTRACT_MIN_CHARS)
+            line = _extract_line(message, chars, least)
+            return line, count_tokens(line) + 1 if line else 0
+
+        for short in (False, True):
+            lines: list[str] = []
+            used = 0
+            for message in messages:
+                line, cost = line_of(message, short)
+                used += cost
+                if used > room:
+                    break
+                if line:
+                    lines.append(line)
+            else:
                 return "\n".join(lines)
         used = 16  # the marker's line
         opening: list[str] = []
-        for line, cost in zip(lines[:OPENING_LINES], costs, strict=False):
+        position = 0
+        while position < len(messages) and len(opening) < OPENING_LINES:
+            line, cost = line_of(messages[position], True)
             if used + cost > room:
                 break
-            opening.append(line)
-            used += cost
+            position += 1
+            if line:
+                opening.append(line)
+                used += cost
         latest: list[str] = []
-        for line, cost in zip(reversed(lines[len(opening):]), reversed(costs[len(opening):]),
-                              strict=True):
+        left_out = 0
+        for back in range(len(messages) - 1, position - 1, -1):
+            line, cost = line_of(messages[back], True)
             if used + cost > room:
+                left_out = sum(1 for m in messages[position:back + 1] if _has_words(m))
                 break
-            latest.append(line)
-            used += cost
-        left_out = len(lines) - len(opening) - len(latest)
+            if line:
+                latest.append(line)
+                used += cost
         return "\n".join([*opening, f"… ({left_out} messages left out)", *reversed(latest)])
 
     # -- the core model ----------------------------------------------------------------------
@@ -441,16 +462,21 @@ def _clip(text: str, limit: int) -> str:
     return text[: cut if cut > limit // 2 else limit].rstrip() + "…"
 
 
+def _has_words(message: dict[str, Any]) -> bool:
+    return bool(message_text(message.get("content")).strip() or _calls(message))
+
+
 def _opening(text: str, chars: int, least: int) -> str:
     """The first sentences of a text: at least `least` characters, at most `chars`."""
-    text = " ".join(text.split())
+    whole = len(text)
+    text = " ".join(text[: 4 * chars].split())
     taken = ""
     for sentence in _SENTENCE_END.split(text):
         if taken and len(taken) >= least:
             break
         taken = f"{taken} {sentence}".strip()
     clipped = _clip(taken, chars)
-    if len(clipped) < len(text) and not clipped.endswith("…"):
+    if (len(clipped) < len(text) or whole > 4 * chars) and not clipped.endswith("…"):
         clipped += " …"
     return clipped
 

@@ -117,6 +117,11 @@ def test_over_the_budget_the_oldest_turns_become_a_summary(server, fake_upstream
     assert kept[0]["role"] == "user" and len(kept) >= 3
     turns = int(headers["X-Context-Compressed-Turns"])
     assert turns == (len(messages) - 1 - len(kept)) // 2
+    # The extractive summary: the thread's opening and its latest compressed lines.
+    assert f"Question {turns - 1}: how would I spend a day in" in summary["content"]
+    assert f"Answer {turns - 1}: start early" in summary["content"]
+    assert "messages left out)" in summary["content"]
+    assert message_tokens(summary) <= BUDGET // 4  # the summary within a quarter
     saved = int(headers["X-Context-Tokens-Saved"])
     assert saved == before - tokens(sent)
     assert tokens(sent) <= BUDGET // 2 + 50  # compressed down to about half the budget
