@@ -37,6 +37,7 @@ import hashlib
 import json
 import logging
 import re
+from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -103,12 +104,33 @@ class Compression:
         return headers
 
 
+# A long thread is sent again with every turn: the counts of its texts are remembered, by
+# length and hash (a collision would only misjudge one message's size), the latest kept.
+_counted: OrderedDict[tuple[int, int], int] = OrderedDict()
+COUNTS_KEPT = 65536
+COUNT_DIRECTLY = 64  # characters: shorter texts are counted, not looked up
+
+
+def text_tokens(text: str) -> int:
+    if len(text) < COUNT_DIRECTLY:
+        return count_tokens(text)
+    key = (len(text), hash(text))
+    tokens = _counted.get(key)
+    if tokens is None:
+        tokens = _counted[key] = count_tokens(text)
+        if len(_counted) > COUNTS_KEPT:
+            _counted.popitem(last=False)
+    else:
+        _counted.move_to_end(key)
+    return tokens
+
+
 def message_tokens(message: dict[str, Any]) -> int:
     """What a message costs upstream, as far as text tells: its text, its tool calls."""
-    tokens = MESSAGE_TOKENS + count_tokens(message_text(message.get("content")))
+    tokens = MESSAGE_TOKENS + text_tokens(message_text(message.get("content")))
     for key in ("tool_calls", "function_call"):
         if message.get(key):
-            tokens += count_tokens(json.dumps(message[key], ensure_ascii=False))
+            tokens += text_tokens(json.dumps(message[key], ensure_ascii=False))
     return tokens
 
 
@@ -125,14 +147,9 @@ def summary_content(summary: str, turns: int) -> str:
 def digest(messages: Sequence[dict[str, Any]]) -> str:
     """A digest of messages as JSON values (key order aside): equal for the same messages
     however they were serialised."""
-    hashed = hashlib.sha256()
-    for message in messages:
-        hashed.update(
-            json.dumps(message, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
-            .encode("utf-8", "surrogatepass")
-        )
-        hashed.update(b"\n")
-    return hashed.hexdigest()
+    canonical = json.dumps(list(messages), ensure_ascii=False, sort_keys=True,
+                           separators=(",", ":"))
+    return hashlib.sha256(canonical.encode("utf-8", "surrogatepass")).hexdigest()
 
 
 @dataclass
