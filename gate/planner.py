@@ -35,6 +35,9 @@ TEMPLATES = Path(__file__).parent / "templates"
 # LongMemEval and LoCoMo dev data (evidence in an 800-token block): 25 tokens cut answers
 # short, 55 and more fit fewer pieces of evidence.
 EXCERPT_TOKENS = 50
+# A document chunk (150-300 tokens) contributes a longer excerpt: a passage of reference
+# text says less per sentence than a chat line (see tests/benchmarks/bench_documents.py).
+DOCUMENT_EXCERPT_TOKENS = 80
 # A line's bullet and label; a conversation's date line.
 LINE_OVERHEAD = 4
 GROUP_OVERHEAD = 8
@@ -55,15 +58,18 @@ class PlannedItem:
     # item is considered for the block (most candidates never are).
     query: Query | None = None
     flagged: bool = False  # reads like instructions: shown quoted (gate/fence.py)
+    label: str = ""  # a document chunk: its document's title and heading path
+    excerpt_tokens: int = EXCERPT_TOKENS
 
     @property
     def shown(self) -> str:
         """The line as the block shows it."""
-        return quoted(self.line) if self.flagged else self.line
+        line = quoted(self.line) if self.flagged else self.line
+        return f"[{self.label}] {line}" if self.label else line
 
     def settle(self) -> None:
         if self.query is not None:
-            self.line = excerpt(self.line, self.query, EXCERPT_TOKENS)
+            self.line = excerpt(self.line, self.query, self.excerpt_tokens)
             self.query = None
 
 
@@ -87,6 +93,15 @@ def _group(result: SearchResult) -> str:
     return f"session:{session}" if session is not None else f"{result.kind}:{result.item_id}"
 
 
+def document_label(provenance: dict[str, object]) -> str:
+    """Where a document chunk comes from, as the block names it: "Title › Heading (p. 3)"."""
+    title = str(provenance.get("title") or "document")
+    heading = str(provenance.get("heading") or "")
+    label = f"{title} › {heading}" if heading else title
+    page = provenance.get("page")
+    return f"{label} (p. {page})" if page else label
+
+
 def candidates(
     results: Sequence[SearchResult], question: str = "", *, suspicious: str = "quote"
 ) -> list[PlannedItem]:
@@ -106,6 +121,15 @@ def candidates(
         if flagged and suspicious == "omit":
             continue
         text = fenced(result.text)
+        if result.kind == "document":
+            label = document_label(result.provenance)
+            flagged = flagged or looks_like_instructions(label)
+            if flagged and suspicious == "omit":
+                continue
+            items.append(PlannedItem(
+                "document", result.item_id, text, result.score, result.at, query=query,
+                flagged=flagged, label=fenced(label), excerpt_tokens=DOCUMENT_EXCERPT_TOKENS))
+            continue
         if result.kind == "pinned":
             items.append(PlannedItem(
                 "pinned", result.item_id, text, result.score, result.at, flagged=flagged))
@@ -242,5 +266,6 @@ class Planner:
             fence_close=FENCE_CLOSE,
             identity=[i.shown for i in by_kind.get("identity", [])],
             pinned=[i.shown for i in by_kind.get("pinned", [])],
+            documents=[i.shown for i in by_kind.get("document", [])],
             conversations=groups,
         ).strip()

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from mnemoproxy.config.settings import Settings
+from mnemoproxy.gate.excerpt import terms
 from mnemoproxy.gate.inject import inject
 from mnemoproxy.gate.messages import continues_after_tools, latest_user_index, message_text
 from mnemoproxy.gate.planner import MemoryBlock, Planner
@@ -45,6 +46,8 @@ class MemoryReader(Protocol):
     ) -> list[float]: ...
 
     async def common_words(self, agent_id: str) -> frozenset[str]: ...
+
+    async def has_documents(self, agent_id: str) -> bool: ...
 
 
 def memory_headers(
@@ -162,14 +165,20 @@ class ReadPath:
                 )
                 for name in names
             }
+            wanted = terms(text)
             return Evidence(
                 similarity=max((r.components.get("vector", 0.0) for r in found_items), default=0.0),
                 reference=await self.memory.reference_similarities(agent_id, REFERENCE_PROMPTS),
                 names=[name for name, share in shares.items() if share > 0],
                 name_share=max(shares.values(), default=0.0),
+                document=document_share(wanted, found_items[:NAME_SHARE_ITEMS]),
+                document_words=len(wanted),
             )
 
-        context = GateContext(known_entities=await self.memory.entity_names(agent_id), probe=probe)
+        context = GateContext(
+            known_entities=await self.memory.entity_names(agent_id), probe=probe,
+            documents=await self.memory.has_documents(agent_id),
+        )
         decision = await self.gate.decide(text, context)
         if not decision.inject:
             return ReadResult(decision)
@@ -181,6 +190,19 @@ class ReadPath:
         if block is None:
             return ReadResult(decision)
         return ReadResult(decision, block, inject(messages, block.text, self.injection))
+
+
+def document_share(wanted: set[str], results: Sequence[SearchResult]) -> float:
+    """The largest share of the question's content words (`wanted`) one document chunk
+    among `results` holds, in its text, title or heading."""
+    if not wanted:
+        return 0.0
+    best = 0
+    for result in results:
+        if result.kind == "document":
+            where = f"{result.provenance.get('title', '')} {result.provenance.get('heading', '')}"
+            best = max(best, len(wanted & terms(f"{where} {result.text}")))
+    return best / len(wanted)
 
 
 def _warm_up() -> None:

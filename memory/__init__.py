@@ -6,15 +6,18 @@ contracts that cross the boundary.
 """
 
 from mnemoproxy.memory.consolidate import ConsolidationReport
+from mnemoproxy.memory.documents import DOCUMENT_EXTENSIONS
 from mnemoproxy.memory.model_server import CoreModel, JsonClient
 from mnemoproxy.memory.models import KINDS, SCOPES, Kind, Turn
 from mnemoproxy.memory.search import SearchResult
 from mnemoproxy.memory.service import Memory
+from mnemoproxy.memory.store.documents import StoredChunk, StoredDocument
 from mnemoproxy.memory.store.records import Fact
 from mnemoproxy.memory.store.threads import ThreadSummary
 from mnemoproxy.memory.write_path import DistillOutcome, IngestResult
 
 __all__ = [
+    "DOCUMENT_EXTENSIONS",
     "KINDS",
     "SCOPES",
     "ConsolidationReport",
@@ -26,6 +29,8 @@ __all__ = [
     "Kind",
     "Memory",
     "SearchResult",
+    "StoredChunk",
+    "StoredDocument",
     "ThreadSummary",
     "Turn",
 ]

@@ -7,7 +7,7 @@ from datetime import datetime
 from typing import Literal, get_args
 
 # The kinds of memory: one vocabulary for search, the gate's sections and the block.
-Kind = Literal["identity", "pinned", "episode", "transcript"]
+Kind = Literal["identity", "pinned", "episode", "transcript", "document"]
 KINDS: tuple[Kind, ...] = get_args(Kind)
 FactKind = Literal["pinned", "identity"]
 # The words the HTTP API's `scope` accepts, and the kinds each one searches: "pinned" is
@@ -18,6 +18,7 @@ SCOPES: dict[str, tuple[Kind, ...]] = {
     "episodes": ("episode",),
     "episode": ("episode",),
     "transcript": ("transcript",),
+    "documents": ("document",),
 }
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections import OrderedDict
 from collections.abc import Collection, Coroutine, Iterable, Sequence
 from dataclasses import dataclass, replace
@@ -29,6 +30,7 @@ from mnemoproxy.memory.distill.fallback import CapFallbackDistiller
 from mnemoproxy.memory.distill.llm import LLMDistiller
 from mnemoproxy.memory.distill.protocol import Distiller
 from mnemoproxy.memory.distill.rules import RuleDistiller, assign_slots
+from mnemoproxy.memory.documents import media_type_of, parse_document
 from mnemoproxy.memory.embedders import Embedder, make_embedder
 from mnemoproxy.memory.embedding_worker import EmbeddingWorker
 from mnemoproxy.memory.model_server import CoreModel, CoreModelClient, JsonClient
@@ -43,6 +45,7 @@ from mnemoproxy.memory.search import (
 from mnemoproxy.memory.store import Store
 from mnemoproxy.memory.store.cipher import Cipher
 from mnemoproxy.memory.store.db import require_agent
+from mnemoproxy.memory.store.documents import StoredChunk, StoredDocument
 from mnemoproxy.memory.store.records import Episode, Fact, item_type_of
 from mnemoproxy.memory.store.threads import ThreadSummary
 from mnemoproxy.memory.vectors import VectorIndexes
@@ -60,6 +63,9 @@ MAX_BACKGROUND_RECORDS = 256
 REMEASURE_GROWTH = 0.1
 REMEASURE_ITEMS = 20
 REFERENCE_CACHE_AGENTS = 4096
+# Whether an agent holds documents is asked of the store again after this long (another
+# process may have added some).
+DOCUMENTS_SECONDS = 5.0
 
 
 @dataclass
@@ -116,6 +122,7 @@ class Memory:
         self._schedule: asyncio.Task[None] | None = None
         self._reference_vectors: dict[tuple[str, ...], np.ndarray] = {}
         self._measured: OrderedDict[str, _Measured] = OrderedDict()
+        self._with_documents: dict[str, tuple[bool, float]] = {}
 
     @classmethod
     async def open(
@@ -460,6 +467,7 @@ class Memory:
         self._retriever.common_terms.forget(agent_id)
         self.store.drop_cached_entities(agent_id)
         self._measured.pop(agent_id, None)
+        self._with_documents.pop(agent_id, None)
         if forgotten is not None:
             log.info("forgot agent %s: %s", agent_id, forgotten)
         return forgotten
@@ -487,6 +495,86 @@ class Memory:
         added = await self.store.import_agent(agent_id, records)
         self.store.drop_cached_entities(agent_id)
         return added
+
+    # -- documents (a knowledge base per agent, memory/documents.py) -----------------------
+
+    async def add_document(
+        self,
+        agent_id: str,
+        data: bytes | str,
+        *,
+        media_type: str | None = None,
+        title: str | None = None,
+        filename: str | None = None,
+    ) -> StoredDocument:
+        """Parse a document (as `media_type` when it is a supported one, else as its file
+        name says), cut it into chunks along its structure and store them as the agent's
+        items (the agent is created when new), scrubbed as everything stored is; embedded
+        before this returns, as an ingest is. InvalidArgument for a file that cannot be
+        read, TooLarge for one of too many chunks."""
+        require_agent(agent_id)
+        scrub = self._writer.scrub
+        kind = media_type_of(filename, media_type)
+
+        def parse() -> tuple[str, list[tuple[int, str, int | None, str]], str]:
+            parsed = parse_document(data, kind, title=title, filename=filename)
+            chunks = [(c.position, scrub(c.heading), c.page, scrub(c.text))
+                      for c in parsed.chunks]
+            return scrub(parsed.title), chunks, parsed.media_type
+
+        kept_title, chunks, kind = await asyncio.to_thread(parse)
+        size = len(data.encode("utf-8") if isinstance(data, str) else data)
+        document_id = await self.store.add_document(
+            agent_id, title=kept_title, source=scrub(filename or ""), media_type=kind,
+            size_bytes=size, chunks=chunks,
+        )
+        self._with_documents[agent_id] = (True, time.monotonic())
+        await self._worker.drain(flush=False)
+        found = await self.store.document(agent_id, document_id)
+        assert found is not None
+        return found[0]
+
+    async def documents(
+        self, agent_id: str, *, limit: int, after_id: int = 0
+    ) -> list[StoredDocument]:
+        await self._known(agent_id)
+        return await self.store.documents_page(agent_id, limit=limit, after_id=after_id)
+
+    async def document(
+        self, agent_id: str, document_id: int
+    ) -> tuple[StoredDocument, list[StoredChunk]]:
+        found = await self.store.document(agent_id, document_id)
+        if found is None:
+            raise NotFound(f"agent {agent_id!r} has no document {document_id}",
+                           param="document_id")
+        return found
+
+    async def delete_document(self, agent_id: str, document_id: int) -> int:
+        """Delete a document for good (its chunks, their search entries and vectors);
+        returns how many chunks went."""
+        async with self._worker.paused():
+            deleted = await self.store.delete_document(agent_id, document_id)
+        if deleted is None:
+            raise NotFound(f"agent {agent_id!r} has no document {document_id}",
+                           param="document_id")
+        self._with_documents.pop(agent_id, None)
+        # The agent's index holds the chunks' vectors: rebuilt from what remains, now
+        # rather than on the next read.
+        await self._vectors.forget(agent_id)
+        self._spawn(self._vectors.size(agent_id), "rebuild a vector index")
+        return deleted
+
+    async def has_documents(self, agent_id: str) -> bool:
+        """Whether the agent holds documents (the gate then weighs them for any question);
+        asked of the store at most every DOCUMENTS_SECONDS per agent."""
+        known = self._with_documents.get(agent_id)
+        if known is not None and time.monotonic() - known[1] < DOCUMENTS_SECONDS:
+            return known[0]
+        holds = await self.store.has_documents(agent_id)
+        if len(self._with_documents) >= REFERENCE_CACHE_AGENTS:
+            self._with_documents.clear()
+        self._with_documents[agent_id] = (holds, time.monotonic())
+        return holds
 
     async def audit(self, agent_id: str, action: str, by: str) -> None:
         """Note in the agent's processing log who changed its memory through the API."""

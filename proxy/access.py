@@ -6,7 +6,8 @@ Every HTTP request passes `guard` first:
 - Origin: a browser request from an origin not in `allowed_origins` (and not the proxy's
   own) is refused, so no page the user visits can write memory or spend tokens.
 - Content-Type: a body sent to a JSON route must say it is JSON (a cross-site form or
-  `text/plain` POST, which browsers send without asking, is refused).
+  `text/plain` POST, which browsers send without asking, is refused); the document upload
+  route alone also takes multipart/form-data, not from a page of another site.
 - Keys (once any exist): `Authorization: Bearer <key>`, the OpenAI SDK's `api_key`, is
   checked and then removed, so a client key never reaches the upstream. /health answers
   anyone, with details for admin keys only.
@@ -53,6 +54,23 @@ ANONYMOUS = Key("anonymous", "", agents=())
 _ADMIN_ONLY = ("/mcp", "/metrics")
 # JSON, and JSON Lines (imports): none of them can be sent cross-site without a preflight.
 _JSON_TYPES = frozenset({"application/json", "application/x-ndjson", "application/jsonl"})
+# A file upload, which a browser form can send cross-site without asking: taken on the one
+# route that stores documents (POST /agents/{id}/documents), and only from a request that
+# a browser did not mark as coming from another site (Sec-Fetch-Site; the Origin check
+# above has already refused any other site's origin).
+_UPLOAD_TYPE = "multipart/form-data"
+_SAME_SITE = frozenset({"same-origin", "none"})
+
+
+def _takes_uploads(scope: Scope, path: str, headers: dict[str, str]) -> bool:
+    fetched_from = headers.get("sec-fetch-site")
+    return (
+        scope.get("method") == "POST"
+        and path.startswith("/agents/")
+        and path.endswith("/documents")
+        and path.count("/") >= 3
+        and (fetched_from is None or fetched_from in _SAME_SITE)
+    )
 
 
 @dataclass(frozen=True)
@@ -224,7 +242,10 @@ class Guard:
         if json_route and scope.get("method") in _BODY_METHODS and has_body:
             media = headers.get("content-type", "").split(";", 1)[0].strip().lower()
             form = ui and media in _FORM_TYPES
-            if media not in _JSON_TYPES and not media.endswith("+json") and not form:
+            upload = media == _UPLOAD_TYPE and _takes_uploads(scope, path, headers)
+            if media not in _JSON_TYPES and not media.endswith("+json") and not (
+                form or upload
+            ):
                 raise UnsupportedMediaType(
                     f"send the body as JSON with Content-Type: application/json (got "
                     f"{media or 'none'!r})", param="Content-Type",

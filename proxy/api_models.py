@@ -15,7 +15,15 @@ from typing import Annotated, Any, Literal, cast
 import msgspec
 
 from mnemoproxy.gate import ReadResult, looks_like_instructions
-from mnemoproxy.memory import ConsolidationReport, Fact, IngestResult, Kind, SearchResult
+from mnemoproxy.memory import (
+    ConsolidationReport,
+    Fact,
+    IngestResult,
+    Kind,
+    SearchResult,
+    StoredChunk,
+    StoredDocument,
+)
 
 FactKind = Literal["pinned", "identity"]
 NextCursor = Annotated[int | None, msgspec.Meta(
@@ -419,3 +427,74 @@ class Health(msgspec.Struct, kw_only=True, omit_defaults=True):
     status: Literal["ok"]
     upstream: str | None = None
     memory: MemoryHealth | Literal["disabled"] | None = None
+
+
+# -- documents (a knowledge base per agent) ----------------------------------------------
+
+
+class DocumentView(msgspec.Struct):
+    """One document of the agent's knowledge base: its title, the file it came from
+    (`source`, empty for a text sent as JSON), how it was read (`media_type`), its size in
+    bytes as sent, how many chunks it was cut into, and when it was stored (unix seconds)."""
+
+    id: int
+    title: str
+    source: str
+    media_type: str
+    size_bytes: int
+    chunks: int
+    created_at: float
+
+    @classmethod
+    def of(cls, document: StoredDocument) -> DocumentView:
+        return cls(document.id, document.title, document.source, document.media_type,
+                   document.size_bytes, document.chunks, document.created_at)
+
+
+class DocumentChunk(msgspec.Struct):
+    """One chunk of a document, as search finds it: its place in the document (`position`
+    from 0, the `heading` path with " › " between levels, the PDF `page`) and its text."""
+
+    id: int
+    position: int
+    heading: str
+    page: int | None
+    text: str
+    flagged: Flagged
+
+    @classmethod
+    def of(cls, chunk: StoredChunk) -> DocumentChunk:
+        return cls(chunk.id, chunk.position, chunk.heading, chunk.page, chunk.content,
+                   looks_like_instructions(chunk.content))
+
+
+class DocumentStored(msgspec.Struct):
+    """The document is stored, cut into chunks and embedded: searches see it now."""
+
+    agent_id: str
+    document: DocumentView
+
+
+class DocumentDetail(msgspec.Struct):
+    """One document with its chunks in order."""
+
+    agent_id: str
+    document: DocumentView
+    chunks: list[DocumentChunk]
+
+
+class DocumentPage(msgspec.Struct):
+    """A page of the agent's documents in the order they were stored."""
+
+    agent_id: str
+    documents: list[DocumentView]
+    next_cursor: NextCursor
+
+
+class DocumentDeleted(msgspec.Struct):
+    """The document is deleted for good: its chunks, their search entries and vectors."""
+
+    agent_id: str
+    document_id: int
+    deleted: Literal[True]
+    chunks: int

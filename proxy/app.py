@@ -30,6 +30,7 @@ from mnemoproxy.proxy.api_models import (
 from mnemoproxy.proxy.body_deadline import body_deadline
 from mnemoproxy.proxy.chat import chat_completions
 from mnemoproxy.proxy.chat_memory import open_memory
+from mnemoproxy.proxy.documents_api import DOCUMENT_ROUTES
 from mnemoproxy.proxy.errors import EXCEPTION_HANDLERS
 from mnemoproxy.proxy.fast_relay import FastRelay
 from mnemoproxy.proxy.inspector import INSPECTOR_ROUTES, answer_inspector_in_html
@@ -123,7 +124,7 @@ def create_app(
     app = Litestar(
         route_handlers=[
             chat_completions, health, metrics, mcp_route, *MEMORY_ROUTES,
-            *AGENT_ROUTES, *INSPECTOR_ROUTES,
+            *AGENT_ROUTES, *DOCUMENT_ROUTES, *INSPECTOR_ROUTES,
         ],
         dependencies={"services": Provide(_services, sync_to_thread=False)},
         exception_handlers=answer_inspector_in_html(EXCEPTION_HANDLERS),

@@ -35,7 +35,7 @@ MAX_INGEST_TURNS = 10_000
 FIRST_YEAR, LAST_YEAR = 1900, 2999
 
 Id = Annotated[str, msgspec.Meta(min_length=1, max_length=MAX_ID_CHARS, pattern=r"\S")]
-Scope = Literal["pinned", "identity", "episodes", "episode", "transcript"]
+Scope = Literal["pinned", "identity", "episodes", "episode", "transcript", "documents"]
 # The errors the schema documents: a body may be invalid, late, too large or not JSON, name
 # an agent the key may not use, or come to a proxy with memory off.
 ERRORS = error_responses(400, 401, 403, 408, 413, 415, 503)

@@ -12,6 +12,7 @@ from tests.memory_client import memory_settings, sdk
 from tests.proxy_server import ProxyServer
 
 SECRET_WORD = "Quokkaberry"
+DOCUMENT_WORD = "Zanzibarella"  # said in a document alone
 
 
 def every_byte(folder: Path) -> bytes:
@@ -56,8 +57,14 @@ def test_a_forgotten_agent_leaves_no_trace(fake_upstream, tmp_path):
             raw = sdk(server, agent, "walks").chat.completions.with_raw_response.create(
                 model="m", messages=long_thread(word))  # type: ignore[arg-type]
             assert int(raw.headers["X-Context-Compressed-Turns"]) > 0
+        # A document of hers too: its rows, chunks, search entries and vectors go as well.
+        document = httpx.post(server.url + "/agents/dana/documents", files={"file": (
+            "care.md", f"# Care of {SECRET_WORD}\n\n## Food\n\n{SECRET_WORD} eats "
+                       f"carrots and {DOCUMENT_WORD} twice a day.".encode())})
+        assert document.status_code == 201, document.text
     vectors_before = sorted(p.name for p in (data_dir / "vectors").glob("*.usearch"))
     assert len(vectors_before) == 2 and SECRET_WORD.encode() in every_byte(data_dir)
+    assert DOCUMENT_WORD.encode() in every_byte(data_dir)
     summaries = thread_summaries(data_dir)
     assert [a for a, _ in sorted(summaries)] == ["bo", "dana"]
     assert any(SECRET_WORD in text for _, text in summaries)
@@ -72,11 +79,16 @@ def test_a_forgotten_agent_leaves_no_trace(fake_upstream, tmp_path):
         assert [a["id"] for a in httpx.get(server.url + "/agents").json()["agents"]] == ["bo"]
         assert httpx.delete(server.url + "/agents/dana").status_code == 404
         assert httpx.get(server.url + "/agents/dana/facts").status_code == 404
+        assert httpx.get(server.url + "/agents/dana/documents").status_code == 404
+        assert httpx.post(server.url + "/memory/search", json={
+            "agent_id": "dana", "query": "carrots and hay", "scope": "documents"},
+        ).json()["results"] == []
         found = httpx.post(server.url + "/memory/search", json={
             "agent_id": "bo", "query": "what is my dog called"}).json()["results"]
         assert any("Marmalade" in r["text"] for r in found)  # the neighbour keeps all
     assert SECRET_WORD.encode() not in every_byte(data_dir)
     assert b"dana" not in every_byte(data_dir)
+    assert DOCUMENT_WORD.encode() not in every_byte(data_dir)
     assert len(list((data_dir / "vectors").glob("*.usearch"))) == 1
 
 

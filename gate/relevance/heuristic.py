@@ -8,6 +8,9 @@ In order, the first that speaks decides:
    start first?", "Who gave me the mixer?"): memory, whole budget.
 3. A task anyone could ask for ("Write a poem", "Explain ...", "What if ...") that does
    not speak of the user's situation: no memory, whatever retrieval finds.
+   With documents (a knowledge base), a question or request most of whose words one
+   retrieved chunk holds: memory, whole budget (checked before the task rule: a document
+   answers questions anyone could ask).
 4. The user's own situation in a question or request ("I'm planning a trip, any
    suggestions?", "a show for me to watch tonight", "my high school reunion"): memory;
    the whole budget when retrieval stands out from the agent's yardstick, a small block
@@ -64,6 +67,18 @@ UNNAMED_MARGIN = 0.05
 # name the agent's memory says throughout (memory/common_terms.py) counts as 1.0.
 CENTRAL_NAME_SHARE = 0.5
 THROUGHOUT = 1.0
+# A document chunk answers a question when it holds this share of the question's content
+# words (of at least DOCUMENT_MIN_WORDS; a one-word question needs all of it). Measured by
+# tests/benchmarks/bench_documents.py: questions about the documents against generic
+# prompts (vicuna) asked of the same agent.
+DOCUMENT_SHARE = 0.6
+DOCUMENT_MIN_WORDS = 2
+
+
+def _document_answers(evidence: Evidence) -> bool:
+    if evidence.document_words >= DOCUMENT_MIN_WORDS:
+        return evidence.document >= DOCUMENT_SHARE
+    return evidence.document_words == 1 and evidence.document >= 1.0
 
 
 def _rule_matches(cues: Cues) -> dict[str, str]:
@@ -115,11 +130,20 @@ class HeuristicGate:
         asks = cues.is_question or cues.is_request
         if not asks or context.probe is None:
             return NO_CUE
+        evidence: Evidence | None = None
+        if context.documents:
+            # A knowledge base answers questions anyone could ask ("what is our refund
+            # policy?"): a chunk holding most of the question's words is worth the block.
+            evidence = await self._probe(context.probe, cues.names)
+            if evidence is not None and _document_answers(evidence):
+                return GateDecision(
+                    "document", f"a document holds {evidence.document:.0%} of its words")
         if personal.task and personal.situated is None:
             return GateDecision("none", "a task anyone could ask for")
         if not cues.is_question and personal.situated is None and personal.for_the_user is None:
             return GateDecision("none", "a request that names nothing of the user's own")
-        evidence = await self._probe(context.probe, cues.names)
+        if evidence is None:
+            evidence = await self._probe(context.probe, cues.names)
         if evidence is None:
             return GateDecision("none", "probe failed")
         seen = f"nearest {evidence.similarity:.2f}"

@@ -44,12 +44,16 @@ class Evidence:
     name_share: the largest share of the retrieved items one of those names occurs in (1.0
     for a name the agent's memory says throughout): a name most of them mention is central
     to what memory holds on the question.
+    document: the largest share of the message's content words that one retrieved document
+    chunk holds (in its text, title or heading), over `document_words` content words.
     """
 
     similarity: float
     reference: Sequence[float] = ()
     names: Sequence[str] = ()
     name_share: float = 0.0
+    document: float = 0.0
+    document_words: int = 0
 
     def beats(self, share: float, margin: float = 0.0) -> bool:
         """Whether the message's best match beats the reference prompts' at this share
@@ -84,11 +88,13 @@ class GateContext:
 
     known_entities: names the agent's memory knows (people, pets, projects); a mention
     is a memory cue. probe: retrieval against the agent's memory (see Evidence); None
-    when the caller has no store to ask.
+    when the caller has no store to ask. documents: the agent holds documents (a knowledge
+    base), so any question may be one of them answers.
     """
 
     known_entities: Sequence[str] = ()
     probe: Probe | None = None
+    documents: bool = False
 
 
 class Gate(Protocol):

@@ -11,6 +11,7 @@
     ├── distillations.py  one session's distillation, in one transaction
     ├── retrieval.py    full-text candidates, item fetches, embedding rows
     ├── threads.py      long threads: each session's running summary
+    ├── documents.py    documents (knowledge base) and their chunks
     └── maintenance.py  consolidation's promotions, evictions, merges
 
 Every method takes the agent id and never touches another agent's rows. Writes go
@@ -27,6 +28,7 @@ from mnemoproxy.memory.store.browse import BrowseQueries
 from mnemoproxy.memory.store.cipher import Cipher
 from mnemoproxy.memory.store.db import PLAIN, Database
 from mnemoproxy.memory.store.distillations import DistillationQueries
+from mnemoproxy.memory.store.documents import DocumentQueries
 from mnemoproxy.memory.store.forget import ForgetQueries
 from mnemoproxy.memory.store.items import ItemQueries
 from mnemoproxy.memory.store.maintenance import MaintenanceQueries
@@ -49,6 +51,7 @@ class Store(
     RetrievalQueries,
     MaintenanceQueries,
     ThreadQueries,
+    DocumentQueries,
 ):
     @classmethod
     async def open(

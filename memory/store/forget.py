@@ -15,6 +15,8 @@ from mnemoproxy.memory.store.db import Database, require_agent
 
 # Per item table: its type name in the embedding tables, and its FTS mirror.
 _ITEMS = (("transcript", "transcript"), ("facts", "fact"), ("episodes", "episode"))
+# Tables with an FTS mirror besides those: document chunks (no session owns them).
+_OTHER_FTS = ("document_chunks",)
 
 
 class ForgetQueries(Database):
@@ -36,6 +38,10 @@ class ForgetQueries(Database):
                     await db.execute(
                         f"DELETE FROM {side_table} WHERE item_type = ? AND item_id IN "
                         f"(SELECT id FROM {table} WHERE agent_id = ?)", (item_type, agent_id))
+            # Documents: the chunks' triggers take their FTS entries, vectors and queue
+            # entries along.
+            for table in ("document_chunks", "documents"):
+                await db.execute(f"DELETE FROM {table} WHERE agent_id = ?", (agent_id,))
             # Items first (their triggers take the FTS entries and vectors along), then what
             # refers to the agent.
             for table in ("transcript", "pending_signals", "facts", "episodes", "entities",
@@ -120,7 +126,7 @@ class ForgetQueries(Database):
         tokens in old segments until then), the file rewritten without its free pages, and
         the WAL, which still holds pages as they were, emptied."""
         async with self._write() as db:
-            for table, _ in _ITEMS:
+            for table in (*(table for table, _ in _ITEMS), *_OTHER_FTS):
                 await db.execute(f"INSERT INTO {table}_fts ({table}_fts) VALUES ('optimize')")
         async with self._write_lock:
             await self._writer.execute("VACUUM")  # outside any transaction

@@ -52,13 +52,15 @@ _FTS = {
     "episode": ("episodes_fts", "episodes", "COALESCE(ended_at, created_at)",
                 "deleted_at IS NULL"),
     "transcript": ("transcript_fts", "transcript", "at", "1"),
+    "document": ("document_chunks_fts", "document_chunks", "created_at", "1"),
 }
 # An agent holding at least this share of a table's rows is never crowded out in it: its
 # neighbours can at most double a count. Shares are counted again after SHARE_SECONDS.
 MAJORITY = 0.5
 SHARE_SECONDS = 60.0
 # BM25 column weights: the text columns count, the agent column (a filter) never does.
-_WEIGHTS = {"fact": "1.0, 0.0", "episode": "1.0, 1.0, 1.0, 0.0", "transcript": "1.0, 0.0"}
+_WEIGHTS = {"fact": "1.0, 0.0", "episode": "1.0, 1.0, 1.0, 0.0", "transcript": "1.0, 0.0",
+            "document": "1.0, 1.0, 1.0, 0.0"}
 
 
 def agent_token(agent_id: str) -> str:
@@ -83,6 +85,9 @@ _EMBED_SOURCES = {
                   "OR (p.role = 'user' AND b.role = 'assistant')) "
                   "ORDER BY p.turn_index DESC, p.role LIMIT 1) "
                   "FROM transcript b WHERE 1",
+    # A chunk is embedded under its document's title and heading path: "Refunds" says what
+    # "within 30 days of delivery" is about.
+    "document": "SELECT id, agent_id, content, title, heading FROM document_chunks b WHERE 1",
 }
 
 
@@ -363,9 +368,16 @@ def _embedding_text(item_type: ItemType, row: Any) -> str:
         return f"{day}: {row[4]}\n{row[2]}" if row[4] else f"{day}: {row[2]}"
     if item_type == "fact":
         return str(row[2])
+    if item_type == "document":
+        return f"{chunk_label(row[3], row[4])}\n{row[2]}"
     # An episode is found by its summary and also by what it was about.
     labels = [*json.loads(row[3]), *json.loads(row[4])]
     return row[2] if not labels else f"{row[2]} ({', '.join(map(str, labels))})"
+
+
+def chunk_label(title: str, heading: str) -> str:
+    """Where a document chunk sits: its document's title and its heading path."""
+    return f"{title} › {heading}" if heading else title
 
 
 def _stored_item(item_type: ItemType, row: Any) -> StoredItem:
@@ -374,6 +386,12 @@ def _stored_item(item_type: ItemType, row: Any) -> StoredItem:
             "transcript", item_type, row["id"], row["content"], row["at"],
             {"session_id": row["session_id"], "turn_index": row["turn_index"],
              "role": row["role"]},
+        )
+    if item_type == "document":
+        return StoredItem(
+            "document", item_type, row["id"], row["content"], row["created_at"],
+            {"document_id": row["document_id"], "title": row["title"],
+             "heading": row["heading"], "position": row["position"], "page": row["page"]},
         )
     if item_type == "fact":
         return StoredItem(

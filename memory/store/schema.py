@@ -285,6 +285,86 @@ CREATE TABLE thread_summaries (
 """
 
 
+# Documents (a knowledge base per agent, memory/documents.py): each document's chunks are
+# items like messages, searched by BM25 over their text, heading path and the document's
+# title (kept on each chunk, so the FTS triggers need no join) and by their vectors. The
+# embeddings table is rebuilt to accept the new item type (SQLite cannot alter a CHECK);
+# the rename is a legacy one, which leaves the other tables' triggers, which name
+# `embeddings`, as they are (a modern rename would refuse them while the table is gone).
+_M010_DOCUMENTS = """
+CREATE TABLE documents (
+    id INTEGER PRIMARY KEY,
+    agent_id TEXT NOT NULL,
+    title TEXT NOT NULL,
+    source TEXT NOT NULL DEFAULT '',
+    media_type TEXT NOT NULL,
+    size_bytes INTEGER NOT NULL,
+    chunk_count INTEGER NOT NULL,
+    created_at REAL NOT NULL
+);
+CREATE INDEX documents_by_agent ON documents (agent_id, id);
+CREATE TABLE document_chunks (
+    id INTEGER PRIMARY KEY,
+    agent_id TEXT NOT NULL,
+    document_id INTEGER NOT NULL REFERENCES documents(id) ON DELETE CASCADE,
+    position INTEGER NOT NULL,
+    title TEXT NOT NULL,
+    heading TEXT NOT NULL DEFAULT '',
+    page INTEGER,
+    content TEXT NOT NULL,
+    created_at REAL NOT NULL,
+    UNIQUE (document_id, position)
+);
+CREATE INDEX document_chunks_by_agent ON document_chunks (agent_id, document_id);
+CREATE VIEW document_chunks_fts_source AS
+    SELECT id, content, heading, title, 'g' || lower(hex(agent_id)) AS agent
+    FROM document_chunks;
+CREATE VIRTUAL TABLE document_chunks_fts USING fts5(
+    content, heading, title, agent, content='document_chunks_fts_source', content_rowid='id',
+    tokenize='porter unicode61');
+CREATE TRIGGER document_chunks_fts_insert AFTER INSERT ON document_chunks BEGIN
+    INSERT INTO document_chunks_fts (rowid, content, heading, title, agent)
+    VALUES (new.id, new.content, new.heading, new.title, 'g' || lower(hex(new.agent_id)));
+    INSERT OR IGNORE INTO embedding_queue VALUES ('document', new.id);
+END;
+CREATE TRIGGER document_chunks_fts_delete AFTER DELETE ON document_chunks BEGIN
+    INSERT INTO document_chunks_fts (document_chunks_fts, rowid, content, heading, title, agent)
+    VALUES ('delete', old.id, old.content, old.heading, old.title,
+            'g' || lower(hex(old.agent_id)));
+    DELETE FROM embeddings WHERE item_type = 'document' AND item_id = old.id;
+    DELETE FROM embedding_queue WHERE item_type = 'document' AND item_id = old.id;
+    DELETE FROM embedding_failures WHERE item_type = 'document' AND item_id = old.id;
+END;
+CREATE TRIGGER document_chunks_fts_update AFTER UPDATE OF content, heading, title
+ON document_chunks BEGIN
+    INSERT INTO document_chunks_fts (document_chunks_fts, rowid, content, heading, title, agent)
+    VALUES ('delete', old.id, old.content, old.heading, old.title,
+            'g' || lower(hex(old.agent_id)));
+    INSERT INTO document_chunks_fts (rowid, content, heading, title, agent)
+    VALUES (new.id, new.content, new.heading, new.title, 'g' || lower(hex(new.agent_id)));
+    DELETE FROM embeddings WHERE item_type = 'document' AND item_id = old.id;
+    INSERT OR IGNORE INTO embedding_queue VALUES ('document', new.id);
+END;
+CREATE TABLE embeddings_with_documents (
+    item_type TEXT NOT NULL
+        CHECK (item_type IN ('fact', 'episode', 'transcript', 'document')),
+    item_id INTEGER NOT NULL,
+    agent_id TEXT NOT NULL,
+    model TEXT NOT NULL,
+    content_hash TEXT NOT NULL,
+    vector BLOB NOT NULL,
+    PRIMARY KEY (item_type, item_id, model)
+);
+INSERT INTO embeddings_with_documents
+    SELECT item_type, item_id, agent_id, model, content_hash, vector FROM embeddings;
+DROP TABLE embeddings;
+PRAGMA legacy_alter_table = ON;
+ALTER TABLE embeddings_with_documents RENAME TO embeddings;
+PRAGMA legacy_alter_table = OFF;
+CREATE INDEX embeddings_by_agent_model_type ON embeddings (agent_id, model, item_type);
+"""
+
+
 MIGRATIONS: tuple[Migration, ...] = (
     ("m001_initial", _M001_TABLES),
     ("m002_full_text_search", _M002_FTS),
@@ -310,6 +390,8 @@ MIGRATIONS: tuple[Migration, ...] = (
     # the compressed prefix stays byte-stable (gate/threads.py). Keyed by the session key,
     # as the chat route knows it before the session's first turn is stored.
     ("m009_thread_summaries", _M009_THREAD_SUMMARIES),
+    # Documents: a knowledge base per agent, searched like the rest of memory.
+    ("m010_documents", _M010_DOCUMENTS),
 )
 
 

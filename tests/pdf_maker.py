@@ -1,0 +1,52 @@
+"""A minimal PDF written by hand, for tests: one line of text per entry of each page's list
+(Helvetica, no compression; an empty entry makes a blank line, i.e. a new paragraph), with
+an optional title in its metadata. pypdf's writer adds pages but not text; a hand-written
+file keeps the tests free of a PDF generator."""
+
+from __future__ import annotations
+
+FONT = b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>"
+PAGE = (b"<< /Type /Page /Parent %d 0 R /MediaBox [0 0 612 792] /Contents %d 0 R "
+        b"/Resources << /Font << /F1 %d 0 R >> >> >>")
+
+
+def _escaped(line: str) -> str:
+    return line.replace("\\", "\\\\").replace("(", "\\(").replace(")", "\\)")
+
+
+def make_pdf(pages: list[list[str]], title: str | None = None) -> bytes:
+    """The PDF's bytes."""
+    objects: list[bytes] = [b"", b""]  # the catalog and the page tree, filled in last
+    catalog, tree = 1, 2
+    objects.append(FONT)
+    font = len(objects)
+    kids: list[int] = []
+    for lines in pages:
+        operations = ["BT /F1 11 Tf 14 TL 50 760 Td"]
+        operations += [f"({_escaped(line)}) Tj T*" for line in lines]
+        operations.append("ET")
+        stream = "\n".join(operations).encode("latin-1")
+        objects.append(b"<< /Length %d >>\nstream\n%s\nendstream" % (len(stream), stream))
+        objects.append(PAGE % (tree, len(objects), font))
+        kids.append(len(objects))
+    objects[catalog - 1] = b"<< /Type /Catalog /Pages %d 0 R >>" % tree
+    references = b" ".join(b"%d 0 R" % kid for kid in kids)
+    objects[tree - 1] = b"<< /Type /Pages /Kids [%s] /Count %d >>" % (references, len(kids))
+    info = None
+    if title:
+        objects.append(b"<< /Title (%s) >>" % _escaped(title).encode("latin-1"))
+        info = len(objects)
+    out = bytearray(b"%PDF-1.4\n")
+    offsets: list[int] = []
+    for number, body in enumerate(objects, start=1):
+        offsets.append(len(out))
+        out += b"%d 0 obj\n%s\nendobj\n" % (number, body)
+    xref = len(out)
+    out += b"xref\n0 %d\n0000000000 65535 f \n" % (len(objects) + 1)
+    for offset in offsets:
+        out += b"%010d 00000 n \n" % offset
+    trailer = b"<< /Size %d /Root %d 0 R" % (len(objects) + 1, catalog)
+    if info is not None:
+        trailer += b" /Info %d 0 R" % info
+    out += b"trailer\n%s >>\nstartxref\n%d\n%%%%EOF\n" % (trailer, xref)
+    return bytes(out)
