@@ -91,6 +91,9 @@ class WritePath:
         # Distillations since start-up by outcome: a status, or "fallback" for one distilled
         # by the rules standing in for the core model (/health and /metrics show them).
         self.outcomes: Counter[str] = Counter()
+        # (agent, session) -> (highest pending signal id, pending signals) at the last
+        # notice_pending; None before the first.
+        self._pending_marks: dict[tuple[str, int], tuple[int, int]] | None = None
 
     async def start(self) -> int:
         """Re-arm every session that still has pending signals (after a restart or crash)."""
@@ -100,6 +103,32 @@ class WritePath:
         if sessions:
             log.info("re-armed %d sessions with pending signals", len(sessions))
         return len(sessions)
+
+    async def notice_pending(self) -> int:
+        """For the process that owns the background work among several (workers > 1): the
+        sessions whose pending turns changed since the last look, recorded by any process,
+        are (re)armed as turns recorded here arm them: the agent's latest session (by its
+        latest turn) `summary_debounce_seconds` from now, an earlier one at once (its agent
+        moved on). The first look arms every pending session at once, as `start` does.
+        Returns how many were (re)armed."""
+        marks = await self.store.pending_session_marks()  # oldest latest turn first
+        seen = {(agent, session): (last, count) for agent, session, last, count in marks}
+        latest = {agent: session for agent, session, _, _ in marks}
+        armed = 0
+        for agent, session, last, count in marks:
+            if self._pending_marks is None:
+                self.scheduler.arm(agent, session, 0)
+            elif self._pending_marks.get((agent, session)) == (last, count):
+                continue
+            elif latest[agent] == session:
+                self.scheduler.touch(agent, session)
+            else:
+                self.scheduler.arm(agent, session, 0)
+            armed += 1
+        if self._pending_marks is None and marks:
+            log.info("armed %d sessions with pending signals", len(marks))
+        self._pending_marks = seen
+        return armed
 
     async def close(self, timeout: float = 10.0) -> None:
         await self.scheduler.close(timeout)
@@ -284,6 +313,10 @@ class WritePath:
             log.exception("storing the distillation of session %s of %s failed",
                           session_id, agent_id)
             return await self._failed(agent_id, session_id, ids, repr(exc))
+        if applied is None:
+            log.info("session %s of %s was distilled meanwhile by another process, or "
+                     "forgotten: this distillation is dropped", session_id, agent_id)
+            return DistillOutcome("nothing_pending", "distilled meanwhile by another process")
         outcome = DistillOutcome(
             "distilled",
             **asdict(applied),

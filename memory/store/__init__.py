@@ -12,6 +12,7 @@
     ├── retrieval.py    full-text candidates, item fetches, embedding rows
     ├── threads.py      long threads: each session's running summary
     ├── documents.py    documents (knowledge base) and their chunks
+    ├── shared.py       several processes on one data_dir: polls, vector sequence
     └── maintenance.py  consolidation's promotions, evictions, merges
 
 Every method takes the agent id and never touches another agent's rows. Writes go
@@ -36,6 +37,7 @@ from mnemoproxy.memory.store.portable import PortableQueries
 from mnemoproxy.memory.store.retrieval import RetrievalQueries
 from mnemoproxy.memory.store.schema import MIGRATIONS, Migration
 from mnemoproxy.memory.store.sessions import SessionQueries
+from mnemoproxy.memory.store.shared import SharedQueries
 from mnemoproxy.memory.store.threads import ThreadQueries
 from mnemoproxy.memory.store.turns import TurnQueries
 
@@ -52,6 +54,7 @@ class Store(
     MaintenanceQueries,
     ThreadQueries,
     DocumentQueries,
+    SharedQueries,
 ):
     @classmethod
     async def open(

@@ -13,6 +13,7 @@ statements themselves.
 from __future__ import annotations
 
 import asyncio
+import fcntl
 import os
 import sqlite3
 from collections.abc import AsyncIterator, Callable, Iterable, Sequence
@@ -29,6 +30,13 @@ from mnemoproxy.memory.store.schema import MIGRATIONS, Migration, migrate
 
 DB_FILE = "memory.db"
 BUSY_TIMEOUT_MS = 5000
+# The writer waits this long for another process's write transaction (workers > 1, or a
+# command run on data_dir beside the proxy) before failing: forgetting a large agent
+# rewrites the file (VACUUM), and a turn must wait for that rather than be lost.
+WRITER_BUSY_TIMEOUT_MS = 120_000
+# Held while a process opens and migrates the database, so that processes starting
+# together (workers > 1) never apply the same migration twice.
+OPEN_LOCK_FILE = "open.lock"
 # Reads go through a memory map of the database file instead of SQLite's own page cache
 # (2 MB by default): at 100k items the file is ~170 MB, and a search that looks up a
 # thousand rows paid a system call per evicted page, three times the cost of the query
@@ -41,12 +49,23 @@ T = TypeVar("T")
 
 async def _connect_writer(path: Path, cipher: Cipher) -> aiosqlite.Connection:
     conn = await aiosqlite.Connection(lambda: cipher.connect(path), iter_chunk_size=64)
-    await conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+    await conn.execute(f"PRAGMA busy_timeout = {WRITER_BUSY_TIMEOUT_MS}")
     await conn.execute("PRAGMA foreign_keys = ON")
     await conn.execute("PRAGMA synchronous = NORMAL")
     await conn.execute(f"PRAGMA mmap_size = {MMAP_BYTES}")
     await conn.execute("PRAGMA journal_mode = WAL")
     return conn
+
+
+def _lock_exclusively(path: Path) -> int:
+    """A descriptor of `path` holding an exclusive flock (waited for); closing it unlocks."""
+    descriptor = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        fcntl.flock(descriptor, fcntl.LOCK_EX)
+    except BaseException:
+        os.close(descriptor)
+        raise
+    return descriptor
 
 
 def private(folder: Path, database: Path) -> None:
@@ -138,8 +157,12 @@ class Database:
         try:
             path = folder / DB_FILE
             private(folder, path)
-            writer = await _connect_writer(path, cipher)
-            await migrate(writer, migrations)
+            opening = await asyncio.to_thread(_lock_exclusively, folder / OPEN_LOCK_FILE)
+            try:
+                writer = await _connect_writer(path, cipher)
+                await migrate(writer, migrations)
+            finally:
+                os.close(opening)  # releases the lock
             reader = await Reader.open(path, cipher)
         except failures as exc:
             raise MemoryFailure(

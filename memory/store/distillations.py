@@ -13,6 +13,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
+import aiosqlite
+
 from mnemoproxy.memory.facts import FactAction, KnownFact
 from mnemoproxy.memory.models import EpisodeDraft, FactDraft
 from mnemoproxy.memory.store.db import require_agent
@@ -66,15 +68,19 @@ class DistillationQueries(ItemQueries):
         plan_facts: FactPlanner,
         identity_max: int,
         log_detail: dict[str, Any] | None = None,
-    ) -> AppliedDistillation:
+    ) -> AppliedDistillation | None:
         """Write `distillation` in one transaction and log it (with `log_detail`); the
         facts are planned against the current facts read inside that transaction, so no
-        write in between can be missed."""
+        write in between can be missed. None, and nothing written, when its signals are no
+        longer all pending: another distillation of them (another process's) got there
+        first, or the session was forgotten meanwhile."""
         require_agent(agent_id)
         d = distillation
         applied = AppliedDistillation()
         now = time.time()
         async with self._write() as db:
+            if not await _all_pending(db, agent_id, d.signal_ids):
+                return None
             if d.episode is not None and d.episode.summary.strip():
                 applied.episode_id = await insert_episode_row(
                     db, agent_id, d.episode, d.session_id, d.started_at, d.ended_at, now
@@ -127,3 +133,16 @@ class DistillationQueries(ItemQueries):
             self.content_changed.set()
         self._entity_cache.pop(agent_id, None)
         return applied
+
+
+async def _all_pending(db: aiosqlite.Connection, agent_id: str, signal_ids: Sequence[int]) -> bool:
+    wanted = set(signal_ids)
+    if not wanted:
+        return True
+    cursor = await db.execute(
+        f"SELECT COUNT(*) FROM pending_signals WHERE agent_id = ? AND status = 'pending' "
+        f"AND id IN ({', '.join('?' * len(wanted))})",
+        (agent_id, *wanted),
+    )
+    row = await cursor.fetchone()
+    return row is not None and row[0] == len(wanted)

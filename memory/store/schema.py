@@ -365,6 +365,54 @@ CREATE INDEX embeddings_by_agent_model_type ON embeddings (agent_id, model, item
 """
 
 
+# Several processes on one data_dir (workers > 1, memory/ownership.py): each keeps its own
+# usearch indexes and learns of vectors another process stored by reading those newer
+# than the last it applied. vector_versions numbers every stored vector in commit order
+# (`seq`, from a counter that never goes back: rowids can, VACUUM renumbers the
+# embeddings table and a deleted last row's rowid is given out again). A vector for an
+# item whose agent and row are both gone (forgotten while another process was embedding
+# its text) is not stored. vector_resets counts, per agent (by the hash its index files
+# are named by), the forgets that make every process drop its copy of that index.
+_M011_VECTOR_VERSIONS = """
+CREATE TABLE embedding_sequence (last INTEGER NOT NULL);
+INSERT INTO embedding_sequence VALUES (0);
+CREATE TABLE vector_versions (
+    item_type TEXT NOT NULL,
+    item_id INTEGER NOT NULL,
+    model TEXT NOT NULL,
+    agent_id TEXT NOT NULL,
+    seq INTEGER NOT NULL,
+    PRIMARY KEY (item_type, item_id, model)
+) WITHOUT ROWID;
+CREATE INDEX vector_versions_by_agent ON vector_versions (agent_id, seq);
+CREATE TRIGGER embeddings_of_the_gone BEFORE INSERT ON embeddings
+WHEN NOT EXISTS (SELECT 1 FROM agents WHERE id = new.agent_id)
+    AND NOT EXISTS (SELECT 1 FROM transcript WHERE new.item_type = 'transcript'
+                    AND id = new.item_id AND agent_id = new.agent_id)
+    AND NOT EXISTS (SELECT 1 FROM facts WHERE new.item_type = 'fact'
+                    AND id = new.item_id AND agent_id = new.agent_id)
+    AND NOT EXISTS (SELECT 1 FROM episodes WHERE new.item_type = 'episode'
+                    AND id = new.item_id AND agent_id = new.agent_id)
+BEGIN
+    SELECT RAISE(IGNORE);
+END;
+CREATE TRIGGER embeddings_versioned AFTER INSERT ON embeddings BEGIN
+    UPDATE embedding_sequence SET last = last + 1;
+    INSERT OR REPLACE INTO vector_versions (item_type, item_id, model, agent_id, seq)
+    VALUES (new.item_type, new.item_id, new.model, new.agent_id,
+            (SELECT last FROM embedding_sequence));
+END;
+CREATE TRIGGER embeddings_unversioned AFTER DELETE ON embeddings BEGIN
+    DELETE FROM vector_versions WHERE item_type = old.item_type AND item_id = old.item_id
+        AND model = old.model;
+END;
+CREATE TABLE vector_resets (
+    agent_key TEXT PRIMARY KEY,
+    resets INTEGER NOT NULL
+) WITHOUT ROWID;
+"""
+
+
 MIGRATIONS: tuple[Migration, ...] = (
     ("m001_initial", _M001_TABLES),
     ("m002_full_text_search", _M002_FTS),
@@ -392,6 +440,9 @@ MIGRATIONS: tuple[Migration, ...] = (
     ("m009_thread_summaries", _M009_THREAD_SUMMARIES),
     # Documents: a knowledge base per agent, searched like the rest of memory.
     ("m010_documents", _M010_DOCUMENTS),
+    # Vectors shared by several processes: a sequence number per stored vector (a later
+    # rebuild of the embeddings table must create its three triggers again).
+    ("m011_vector_versions", _M011_VECTOR_VERSIONS),
 )
 
 
