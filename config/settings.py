@@ -45,6 +45,14 @@ class Settings:
     # The HTTP face
     host: str = _setting("127.0.0.1", "Address the proxy listens on.")
     port: int = _setting(1337, "Port the proxy listens on.", low=1, high=65535)
+    workers: int = _setting(
+        1,
+        "Processes serving the one port (`mnemoproxy serve`). They share data_dir: one of "
+        "them (whichever holds data_dir/owner.lock) distils, embeds and consolidates, every "
+        "one records turns and reads memory, and a turn recorded by one is found by all.",
+        low=1,
+        high=64,
+    )
     max_body_bytes: int = _setting(
         8_000_000, "Largest request body accepted; larger ones get 413.", low=1024, high=200_000_000
     )

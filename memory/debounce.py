@@ -4,6 +4,10 @@ agent moves on to another session, on demand (ingest), and at shutdown.
 The scheduler only decides *when*; the distillation itself is the `run` coroutine it is
 given. At most one run per session is in flight; a session touched again while it runs
 is simply re-armed and distilled again later with whatever arrived meanwhile.
+
+On standby (a process that shares data_dir with the owner of the background work, see
+memory/ownership.py) nothing is armed or started: the turns wait in SQLite for the owner,
+and only `run_now` (an ingest awaiting its own distillation) runs here.
 """
 
 from __future__ import annotations
@@ -27,10 +31,13 @@ class DebounceScheduler:
         self._tasks: set[asyncio.Task[None]] = set()
         self._active_session: dict[str, int] = {}
         self._closed = False
+        self.standby = False
 
     def touch(self, agent_id: str, session_id: int) -> None:
         """A turn arrived: (re)arm the session's timer; an agent that switched sessions has
         its previous session distilled now."""
+        if self.standby:
+            return
         previous = self._active_session.get(agent_id)
         self._active_session[agent_id] = session_id
         if previous is not None and previous != session_id and (agent_id, previous) in self._timers:
@@ -38,7 +45,7 @@ class DebounceScheduler:
         self.arm(agent_id, session_id, self.delay)
 
     def arm(self, agent_id: str, session_id: int, delay: float) -> None:
-        if self._closed:
+        if self._closed or self.standby:
             return
         key = (agent_id, session_id)
         old = self._timers.pop(key, None)
@@ -48,6 +55,8 @@ class DebounceScheduler:
         self._timers[key] = loop.call_later(delay, self._start, key)
 
     def fire_now(self, agent_id: str, session_id: int) -> None:
+        if self.standby:
+            return
         key = (agent_id, session_id)
         timer = self._timers.pop(key, None)
         if timer is not None:

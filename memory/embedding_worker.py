@@ -6,6 +6,11 @@ queue them; at start, every item without a vector for the current model), embeds
 in batches in a thread so a slow model
 never blocks the event loop, stores the vectors in SQLite and puts them in the agent's
 usearch index. Until then an item is still found by full-text search.
+
+With several processes on one data_dir (`vectors.shared`), vectors go to SQLite only and
+every process's indexes take them from there (memory/vectors.py), this one's at once; the
+owner of the background work also looks at the queue every `wake_seconds`, for items
+other processes queued.
 """
 
 from __future__ import annotations
@@ -47,6 +52,8 @@ class EmbeddingWorker:
         self._drain_lock = asyncio.Lock()
         self._caught_up = False
         self.embedded = 0  # items embedded since start (for tests and status)
+        # Longest wait between two looks at the queue when nothing was signalled here.
+        self.wake_seconds = FLUSH_SECONDS
 
     def start(self) -> None:
         if self._task is None:
@@ -148,6 +155,8 @@ class EmbeddingWorker:
         for position, item in enumerate(items):
             by_agent[item.agent_id].append(position)
         for agent_id, positions in by_agent.items():
+            if self.vectors.shared:
+                break  # shared: the index takes the vectors from SQLite, below
             await self.vectors.upsert(
                 agent_id, [(item_type, items[p].item_id) for p in positions], matrix[positions]
             )
@@ -159,6 +168,9 @@ class EmbeddingWorker:
             ],
             dequeue=dequeue,
         )
+        if self.vectors.shared:
+            for agent_id in by_agent:
+                await self.vectors.catch_up(agent_id)
 
     async def _run(self) -> None:
         """Embed as content arrives. The index files are written at most every
@@ -171,7 +183,7 @@ class EmbeddingWorker:
             # asyncio.timeout, not wait_for: on 3.11 wait_for can swallow a cancellation
             # that arrives as its timeout fires, and stop() then waits a whole FLUSH_SECONDS.
             with contextlib.suppress(TimeoutError):  # a quiet spell: time to flush
-                async with asyncio.timeout(FLUSH_SECONDS):
+                async with asyncio.timeout(self.wake_seconds):
                     await changed.wait()
             changed.clear()
             try:

@@ -35,6 +35,7 @@ from mnemoproxy.memory.embedders import Embedder, make_embedder
 from mnemoproxy.memory.embedding_worker import EmbeddingWorker
 from mnemoproxy.memory.model_server import CoreModel, CoreModelClient, JsonClient
 from mnemoproxy.memory.models import FactDraft, Kind, Turn
+from mnemoproxy.memory.ownership import OWNER_FILE, QUEUE_POLL_SECONDS, OwnerLock, Ownership
 from mnemoproxy.memory.search import (
     DEFAULT_FUSION,
     DEFAULT_MMR_LAMBDA,
@@ -101,7 +102,7 @@ class Memory:
             self.summary_model = distiller_core
         self._vectors = VectorIndexes(
             Path(settings.data_dir) / VECTORS_FOLDER, store, embedder,
-            persist=not settings.encryption_key_file,
+            persist=not settings.encryption_key_file, shared=settings.workers > 1,
         )
         self._worker = EmbeddingWorker(store, embedder, self._vectors)
         self._retriever = Retriever(store, self._vectors, embedder)
@@ -120,6 +121,7 @@ class Memory:
         # Replies that waited for their turn past the read deadline: the store is behind.
         self.records_waited_out = 0
         self._schedule: asyncio.Task[None] | None = None
+        self._ownership: Ownership | None = None  # workers > 1 (memory/ownership.py)
         self._reference_vectors: dict[tuple[str, ...], np.ndarray] = {}
         self._measured: OrderedDict[str, _Measured] = OrderedDict()
         self._with_documents: dict[str, tuple[bool, float]] = {}
@@ -152,23 +154,51 @@ class Memory:
         )
         core = CoreModelClient(http, settings) if settings.core_model and http else None
         memory = cls(settings, store, embedder, core)
-        if background:
+        if background and settings.workers > 1:
+            await memory._share_background()
+        elif background:
             memory._worker.start()
             await memory._writer.start()
             memory._start_consolidation()
         return memory
+
+    async def _share_background(self) -> None:
+        """workers > 1: the background work runs in the one process that owns data_dir
+        (memory/ownership.py); this one takes it on once it wins the owner lock."""
+        self._writer.scheduler.standby = True
+
+        async def become_owner() -> None:
+            self._vectors.saving = True
+            self._writer.scheduler.standby = False
+            self._worker.wake_seconds = QUEUE_POLL_SECONDS
+            self._worker.start()
+            await self._writer.notice_pending()
+            self._start_consolidation()
+
+        lock = OwnerLock(Path(self.settings.data_dir) / OWNER_FILE)
+        self._ownership = Ownership(lock, become_owner, self._writer.notice_pending)
+        await self._ownership.start()
 
     async def close(self) -> None:
         """Stop the schedule, let running work finish (briefly), distil what is pending,
         write the vector indexes and close the database."""
         if self._schedule is not None:
             self._schedule.cancel()
+        if self._ownership is not None:
+            await self._ownership.stop()
+            if self._ownership.is_owner:  # what other processes left pending: distilled now
+                try:
+                    await self._writer.notice_pending()
+                except Exception:  # still pending in SQLite: the next owner distils it
+                    log.exception("looking for pending turns at shutdown failed")
         if self._background:
             await asyncio.wait(set(self._background), timeout=SHUTDOWN_DISTILL_SECONDS)
         await self._writer.close(SHUTDOWN_DISTILL_SECONDS)
         await self._worker.stop()
         await self._vectors.flush()
         await self.store.close()
+        if self._ownership is not None:
+            self._ownership.release()
 
     # -- the write side ---------------------------------------------------------------------
 

@@ -9,6 +9,16 @@ index current with `upsert`, and `flush` writes changed indexes back.
 With encryption at rest (`persist=False`) no index is written: vectors hold enough of
 the text to be worth protecting, so indexes live in memory only and are built from the
 encrypted database on first use in each process (a start-up cost, not a per-request one).
+
+Shared (several processes on one data_dir, workers > 1): every process keeps its own
+indexes, and they all take their vectors from SQLite, where each stored vector has a
+sequence number (migration m011). Before a search an agent's index reads the rows stored
+after the last it applied (at most every REFRESH_SECONDS) and puts them in; the sidecar
+records that number, so an index file loaded later catches up from there. A forget bumps
+the agent's reset count, and every process drops its copy and loads the agent again. A
+vector whose item was deleted stays in the index until then: it can only miss, since
+search drops hits whose rows are gone. Only the owner of the background work
+(`saving`) writes index files.
 """
 
 from __future__ import annotations
@@ -18,8 +28,9 @@ import hashlib
 import json
 import logging
 import os
+import time
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
@@ -35,6 +46,9 @@ log = logging.getLogger(__name__)
 EXACT_SEARCH_LIMIT = 20_000
 _TYPE_CODES = {item_type: code for code, item_type in enumerate(ITEM_TYPES)}
 _KEY_STRIDE = 4  # keys = item_id * 4 + type code: unique across item types
+# Shared: longest a search goes without looking for vectors stored by other processes.
+REFRESH_SECONDS = 0.5
+CHANGES_PAGE = 20_000  # vectors read from SQLite in one go when catching up
 
 
 def vector_key(item_type: ItemType, item_id: int) -> int:
@@ -52,20 +66,44 @@ class EmbeddingSource(Protocol):
         self, agent_id: str, model: str, item_types: Sequence[ItemType]
     ) -> tuple[list[tuple[ItemType, int]], np.ndarray]: ...
 
+    # Shared only (memory/store/shared.py).
+    async def vector_position(self, agent_key: str) -> tuple[int, int]: ...
+
+    async def vector_changes(
+        self, agent_id: str, agent_key: str, model: str, after: int, limit: int
+    ) -> tuple[int, list[tuple[int, ItemType, int, bytes]]]: ...
+
+    async def mark_vectors_reset(self, agent_key: str) -> None: ...
+
 
 @dataclass
 class _Loaded:
     index: Index
     lock: asyncio.Lock
     dirty: bool = False
+    # Shared: every vector stored with a sequence number up to `applied` is in the index;
+    # `resets` is the agent's reset count it was loaded under.
+    applied: int = 0
+    resets: int = 0
+    next_refresh: float = 0.0
+    refreshing: asyncio.Lock = field(default_factory=asyncio.Lock)
 
 
 class VectorIndexes:
     def __init__(
-        self, folder: Path, source: EmbeddingSource, embedder: Embedder, *, persist: bool = True
+        self,
+        folder: Path,
+        source: EmbeddingSource,
+        embedder: Embedder,
+        *,
+        persist: bool = True,
+        shared: bool = False,
     ):
         self.folder = folder
         self.persist = persist
+        self.shared = shared
+        # Shared: whether this process writes index files (the owner of the background work).
+        self.saving = not shared
         self.source = source
         self.model = embedder.name
         self.dim = embedder.dim
@@ -75,14 +113,14 @@ class VectorIndexes:
 
     def paths(self, agent_id: str) -> tuple[Path, Path]:
         """Index file and sidecar for an agent: named by a hash, so any agent id is safe."""
-        digest = hashlib.sha256(agent_id.encode("utf-8")).hexdigest()[:32]
+        digest = _agent_key(agent_id)
         return self.folder / f"{digest}.usearch", self.folder / f"{digest}.json"
 
     async def search(
         self, agent_id: str, vector: np.ndarray, k: int
     ) -> list[tuple[ItemType, int, float]]:
         """(item_type, item_id, cosine similarity) of the k nearest items, best first."""
-        loaded = await self._get(agent_id)
+        loaded = await self._current(agent_id)
         async with loaded.lock:
             size = len(loaded.index)
             if size == 0 or k <= 0:
@@ -98,7 +136,7 @@ class VectorIndexes:
     async def best_similarities(self, agent_id: str, vectors: np.ndarray) -> np.ndarray:
         """For each row of `vectors`, the cosine similarity of its nearest item (0 when the
         agent has none): one batch search."""
-        loaded = await self._get(agent_id)
+        loaded = await self._current(agent_id)
         async with loaded.lock:
             size = len(loaded.index)
             if size == 0 or len(vectors) == 0:
@@ -109,7 +147,7 @@ class VectorIndexes:
         return 1.0 - np.asarray(matches.distances, dtype=np.float32).reshape(len(vectors))
 
     async def size(self, agent_id: str) -> int:
-        return len((await self._get(agent_id)).index)
+        return len((await self._current(agent_id)).index)
 
     async def upsert(
         self, agent_id: str, items: Sequence[tuple[ItemType, int]], vectors: np.ndarray
@@ -125,18 +163,127 @@ class VectorIndexes:
 
     async def flush(self) -> None:
         """Write every changed index to disk (atomically: temp file, then rename)."""
-        if not self.persist:
+        if not self.persist or not self.saving:
             return
         for agent_id, loaded in list(self._loaded.items()):
             if loaded.dirty:
+                if self.shared:
+                    await self._save_shared(agent_id, loaded)
+                    continue
                 async with loaded.lock:
                     await asyncio.to_thread(self._save, agent_id, loaded.index)
                     loaded.dirty = False
 
     async def forget(self, agent_id: str) -> None:
-        """Drop the agent's index from memory and its files from disk."""
+        """Drop the agent's index from memory and its files from disk (shared: in every
+        process, which learn of it from the agent's reset count)."""
+        if self.shared:
+            await self.source.mark_vectors_reset(_agent_key(agent_id))
         async with self._loading:
             self._loaded.pop(agent_id, None)
+            for path in self.paths(agent_id):
+                path.unlink(missing_ok=True)
+
+    async def catch_up(self, agent_id: str) -> None:
+        """Shared: put the vectors stored since the last look into the agent's index now,
+        if this process has it loaded (one it loads later reads them anyway)."""
+        loaded = self._loaded.get(agent_id)
+        if loaded is not None:
+            await self._refresh(agent_id, loaded)
+
+    # -- shared by several processes --------------------------------------------------------
+
+    async def _current(self, agent_id: str) -> _Loaded:
+        """The agent's index, shared: with what other processes stored (at most
+        REFRESH_SECONDS old; a refresh already under way is not waited for)."""
+        loaded = await self._get(agent_id)
+        if (
+            self.shared
+            and time.monotonic() >= loaded.next_refresh
+            and not loaded.refreshing.locked()
+        ):
+            loaded = await self._refresh(agent_id, loaded)
+        return loaded
+
+    async def _refresh(self, agent_id: str, loaded: _Loaded) -> _Loaded:
+        """Apply the vectors stored after `loaded.applied`; an agent forgotten meanwhile (its
+        reset count moved) is dropped and loaded again. Returns the index to use."""
+        async with loaded.refreshing:
+            loaded.next_refresh = time.monotonic() + REFRESH_SECONDS
+            if await self._apply_changes(agent_id, loaded):
+                return loaded
+        log.info("vector index of agent %r dropped: the agent was forgotten", agent_id)
+        async with self._loading:
+            if self._loaded.get(agent_id) is loaded:
+                del self._loaded[agent_id]
+        return await self._get(agent_id)
+
+    async def _apply_changes(self, agent_id: str, loaded: _Loaded) -> bool:
+        """Put the vectors stored after `loaded.applied` into its index; False (and nothing
+        applied) when the agent's reset count is no longer the one it was loaded under."""
+        key = _agent_key(agent_id)
+        while True:
+            resets, rows = await self.source.vector_changes(
+                agent_id, key, self.model, loaded.applied, CHANGES_PAGE
+            )
+            if resets != loaded.resets:
+                return False
+            if rows:
+                keys = np.array([vector_key(t, i) for _, t, i, _ in rows], dtype=np.uint64)
+                matrix = np.frombuffer(b"".join(r[3] for r in rows), dtype="<f4")
+                async with loaded.lock:
+                    await asyncio.to_thread(
+                        _replace, loaded.index, keys, matrix.reshape(len(rows), -1)
+                    )
+                    loaded.applied = max(loaded.applied, rows[-1][0])
+                    loaded.dirty = True
+            if len(rows) < CHANGES_PAGE:
+                return True
+
+    async def _load_shared(self, agent_id: str) -> _Loaded:
+        """The agent's index file (when usable) brought up to date from SQLite, else a
+        rebuild; either way with the sequence number it holds every vector up to."""
+        resets, last = await self.source.vector_position(_agent_key(agent_id))
+        index, meta = await asyncio.to_thread(self._load_with_meta, agent_id)
+        if index is not None:
+            saved = meta.get("seq")
+            # A file without one (written by a single process) is trusted as the count
+            # check below trusts it: as holding every vector stored so far.
+            applied = saved if isinstance(saved, int) else last
+            loaded = _Loaded(index, asyncio.Lock(), applied=applied, resets=resets,
+                             next_refresh=time.monotonic() + REFRESH_SECONDS)
+            current = await self._apply_changes(agent_id, loaded)
+            expected = await self.source.embedding_count(agent_id, self.model)
+            if current and len(loaded.index) == expected:
+                loaded.dirty = saved != loaded.applied
+                return loaded
+            log.info("rebuilding vector index of agent %r (%d vectors)", agent_id, expected)
+            resets, last = await self.source.vector_position(_agent_key(agent_id))
+        items, matrix = await self.source.embedding_matrix(agent_id, self.model, ITEM_TYPES)
+        index = self._new_index()
+        if items:
+            keys = np.array([vector_key(t, i) for t, i in items], dtype=np.uint64)
+            await asyncio.to_thread(index.add, keys, matrix)
+            self.rebuilds += 1
+        loaded = _Loaded(index, asyncio.Lock(), dirty=bool(items), applied=last, resets=resets,
+                         next_refresh=time.monotonic() + REFRESH_SECONDS)
+        return loaded
+
+    async def _save_shared(self, agent_id: str, loaded: _Loaded) -> None:
+        """Write the index with the sequence number it is current to, unless the agent was
+        forgotten meanwhile (then no file of it may stay behind)."""
+        key = _agent_key(agent_id)
+        resets, _ = await self.source.vector_position(key)
+        if resets == loaded.resets:
+            async with loaded.lock:
+                await asyncio.to_thread(self._save, agent_id, loaded.index, loaded.applied)
+                loaded.dirty = False
+            resets, _ = await self.source.vector_position(key)
+            if resets == loaded.resets:
+                return
+        async with self._loading:
+            if self._loaded.get(agent_id) is loaded:
+                del self._loaded[agent_id]
             for path in self.paths(agent_id):
                 path.unlink(missing_ok=True)
 
@@ -147,8 +294,11 @@ class VectorIndexes:
         async with self._loading:
             loaded = self._loaded.get(agent_id)
             if loaded is None:
-                index = await self._load_or_rebuild(agent_id)
-                loaded = self._loaded[agent_id] = _Loaded(index, asyncio.Lock())
+                if self.shared:
+                    loaded = self._loaded[agent_id] = await self._load_shared(agent_id)
+                else:
+                    index = await self._load_or_rebuild(agent_id)
+                    loaded = self._loaded[agent_id] = _Loaded(index, asyncio.Lock())
         return loaded
 
     async def _load_or_rebuild(self, agent_id: str) -> Index:
@@ -170,22 +320,25 @@ class VectorIndexes:
 
     def _load(self, agent_id: str) -> Index | None:
         """The saved index, or None when missing, unreadable or for another model/dim."""
+        return self._load_with_meta(agent_id)[0]
+
+    def _load_with_meta(self, agent_id: str) -> tuple[Index | None, dict[str, object]]:
         if not self.persist:
-            return None
+            return None, {}
         index_path, sidecar_path = self.paths(agent_id)
         try:
             meta = json.loads(sidecar_path.read_text(encoding="utf-8"))
             if meta.get("model") != self.model or meta.get("dim") != self.dim:
-                return None
+                return None, {}
             index = Index.restore(str(index_path))
         except (OSError, ValueError, RuntimeError) as exc:
             log.debug("vector index of %r unusable: %s", agent_id, exc)
-            return None
+            return None, {}
         if index is None or index.ndim != self.dim or len(index) != meta.get("count"):
-            return None
-        return index
+            return None, {}
+        return index, meta
 
-    def _save(self, agent_id: str, index: Index) -> None:
+    def _save(self, agent_id: str, index: Index, seq: int | None = None) -> None:
         index_path, sidecar_path = self.paths(agent_id)
         self.folder.mkdir(mode=0o700, parents=True, exist_ok=True)
         temp = index_path.with_suffix(".tmp")
@@ -193,10 +346,15 @@ class VectorIndexes:
         os.chmod(temp, 0o600)
         os.replace(temp, index_path)
         # No agent id in the sidecar: file names are hashes so that ids stay private.
-        meta = {"model": self.model, "dim": self.dim, "count": len(index)}
-        descriptor = os.open(sidecar_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        meta: dict[str, object] = {"model": self.model, "dim": self.dim, "count": len(index)}
+        if seq is not None:
+            meta["seq"] = seq
+        # Written aside and renamed: another process may be reading it (workers > 1).
+        temp = sidecar_path.with_suffix(".json.tmp")
+        descriptor = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         with os.fdopen(descriptor, "w", encoding="utf-8") as out:
             out.write(json.dumps(meta))
+        os.replace(temp, sidecar_path)
 
     def _new_index(self) -> Index:
         # f16 halves memory and file size; cosine scores lose nothing that matters for
@@ -213,3 +371,8 @@ def _replace(index: Index, keys: np.ndarray, vectors: np.ndarray) -> None:
     if present:
         index.remove(np.array(present, dtype=np.uint64))
     index.add(keys, np.asarray(vectors, dtype=np.float32))
+
+
+def _agent_key(agent_id: str) -> str:
+    """The agent's name in file names and in vector_resets: a hash, never the id itself."""
+    return hashlib.sha256(agent_id.encode("utf-8")).hexdigest()[:32]
