@@ -108,18 +108,21 @@ def serve(settings: Settings) -> None:
     from mnemoproxy.proxy.logs import configure_logging
 
     configure_logging(settings.log_level, settings.log_format)
+    options: dict[str, Any] = {
+        "loop": "uvloop",
+        "http": "httptools",
+        "log_level": settings.log_level,
+        "log_config": None,  # uvicorn's records go through the handler configured above
+        "access_log": False,
+        "timeout_graceful_shutdown": 15,
+    }
+    if settings.workers > 1:  # several processes on the one port (proxy/workers.py)
+        from mnemoproxy.proxy.workers import serve_workers
+
+        serve_workers(settings, **options)
+        return
     app = create_app(settings)
-    uvicorn.run(
-        app,
-        host=settings.host,
-        port=settings.port,
-        loop="uvloop",
-        http="httptools",
-        log_level=settings.log_level,
-        log_config=None,  # uvicorn's records go through the handler configured above
-        access_log=False,
-        timeout_graceful_shutdown=15,
-    )
+    uvicorn.run(app, host=settings.host, port=settings.port, **options)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
