@@ -1,7 +1,7 @@
 """The memory commands of `mnemoproxy` (agents, show, search, forget, export, import,
-consolidate, dead-letters): each is one request to the proxy's routes, sent to a running
-proxy (`--url`, with `--api-key` when it has keys) or to the app served in-process on
-`data_dir` (no server needed; do not point it at a data_dir a running proxy uses).
+import-docs, consolidate, dead-letters): each sends requests to the proxy's routes, to a
+running proxy (`--url`, with `--api-key` when it has keys) or to the app served in-process
+on `data_dir` (no server needed; do not point it at a data_dir a running proxy uses).
 """
 
 from __future__ import annotations
@@ -22,10 +22,11 @@ from rich.progress import Progress
 from rich.table import Table
 
 from mnemoproxy.config.settings import Settings, load_settings
+from mnemoproxy.memory import DOCUMENT_EXTENSIONS
 from mnemoproxy.proxy.chat_exports import Conversation, chatgpt_conversations, jsonl_conversations
 
-COMMANDS = ("agents", "show", "search", "forget", "export", "import", "consolidate",
-            "dead-letters")
+COMMANDS = ("agents", "show", "search", "forget", "export", "import", "import-docs",
+            "consolidate", "dead-letters")
 
 
 def add_commands(commands: argparse._SubParsersAction) -> None:
@@ -45,7 +46,8 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
     commands.add_parser("show", parents=[common, agent], help="one agent: counts and facts")
     search = commands.add_parser("search", parents=[common, agent], help="search memory")
     search.add_argument("query")
-    search.add_argument("--scope", choices=("pinned", "identity", "episodes", "transcript"))
+    search.add_argument("--scope",
+                        choices=("pinned", "identity", "episodes", "transcript", "documents"))
     search.add_argument("--top-k", type=int, default=10)
     forget = commands.add_parser("forget", parents=[common, agent],
                                  help="forget an agent completely (no undo)")
@@ -61,6 +63,13 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
                               "timestamp} lines; chatgpt: ChatGPT's conversations.json")
     imports.add_argument("--skip-extraction", action="store_true",
                          help="store chats verbatim without distilling them")
+    docs = commands.add_parser(
+        "import-docs", parents=[common, agent],
+        help="a folder's documents (.md .markdown .txt .html .htm .pdf) into an agent's "
+             "knowledge base")
+    docs.add_argument("folder")
+    docs.add_argument("--no-recursive", dest="recursive", action="store_false",
+                      help="only the folder's own files, not its subfolders'")
     commands.add_parser("consolidate", parents=[common, some_agent],
                         help="run a consolidation pass now")
     dead = commands.add_parser("dead-letters", parents=[common, some_agent],
@@ -138,6 +147,8 @@ def run(args: argparse.Namespace) -> int:
                 sys.stdout.write(text)
         elif args.command == "import":
             return _import(http, args, console)
+        elif args.command == "import-docs":
+            return _import_docs(http, args, console)
         elif args.command in ("consolidate", "dead-letters"):
             path = "/memory/consolidate" if args.command == "consolidate" else (
                 "/memory/dead-letters/retry")
@@ -171,6 +182,39 @@ def _import(http: httpx.Client, args: argparse.Namespace, console: Console) -> i
             progress.advance(task)
     print(json.dumps({"conversations": len(conversations), "turns_ingested": added}))
     return 0
+
+
+def _import_docs(http: httpx.Client, args: argparse.Namespace, console: Console) -> int:
+    """Each document file under the folder, uploaded to POST /agents/{id}/documents with a
+    progress bar; a file the proxy refuses is reported and the rest go on."""
+    folder = Path(args.folder)
+    if not folder.is_dir():
+        raise SystemExit(f"mnemoproxy: {folder} is not a folder")
+    found = folder.rglob("*") if args.recursive else folder.glob("*")
+    files = sorted(p for p in found if p.is_file() and p.suffix.lower() in DOCUMENT_EXTENSIONS)
+    stored: list[dict[str, Any]] = []
+    failed: list[dict[str, str]] = []
+    with Progress(console=console, transient=args.json) as progress:
+        task = progress.add_task(f"importing into {args.agent_id}", total=len(files))
+        for path in files:
+            name = str(path.relative_to(folder))
+            response = http.post(f"/agents/{args.agent}/documents",
+                                 files={"file": (name, path.read_bytes())})
+            if response.status_code == 201:
+                stored.append(response.json()["document"])
+            else:
+                try:
+                    reason = response.json()["error"]["message"]
+                except (ValueError, KeyError, TypeError):
+                    reason = response.text[:500]
+                if response.status_code >= 500 or response.status_code in (401, 403, 503):
+                    raise SystemExit(f"mnemoproxy: {response.status_code}: {reason}")
+                failed.append({"file": name, "error": reason})
+                Console(stderr=True).print(f"[red]{name}[/red]: {reason}", highlight=False)
+            progress.advance(task)
+    print(json.dumps({"documents": len(stored), "chunks": sum(d["chunks"] for d in stored),
+                      "failed": failed}))
+    return 1 if failed else 0
 
 
 def _show(console: Console, args: argparse.Namespace, answer: dict[str, Any], key: str,
