@@ -32,6 +32,17 @@ class Turn:
 
 
 @dataclass
+class ProcedureDraft:
+    """A way of doing something the session showed: the user teaching it, or the assistant
+    carrying it out. `name` is what it does ("deploy the app"), `applies_when` when it is
+    the way to go, `steps` in order."""
+
+    name: str
+    steps: list[str]
+    applies_when: str = ""
+
+
+@dataclass
 class EpisodeDraft:
     summary: str
     topics: list[str] = field(default_factory=list)
@@ -39,6 +50,10 @@ class EpisodeDraft:
     decisions: list[str] = field(default_factory=list)
     action_items: list[str] = field(default_factory=list)
     salience: float = 0.5
+    # The procedures the session taught: stored in their own table (not part of the
+    # episode's text), written in the distillation's transaction. An episode with an empty
+    # summary carries procedures alone.
+    procedures: list[ProcedureDraft] = field(default_factory=list)
 
 
 @dataclass
@@ -67,6 +82,10 @@ class Distillation:
     @property
     def empty(self) -> bool:
         return self.episode is None and not self.pinned and not self.identity
+
+    @property
+    def procedures(self) -> list[ProcedureDraft]:
+        return self.episode.procedures if self.episode is not None else []
 
 
 @dataclass

@@ -13,6 +13,7 @@ from tests.proxy_server import ProxyServer
 
 SECRET_WORD = "Quokkaberry"
 DOCUMENT_WORD = "Zanzibarella"  # said in a document alone
+PROCEDURE_WORD = "Pumpernickelo"  # said in a procedure alone
 
 
 def every_byte(folder: Path) -> bytes:
@@ -62,9 +63,15 @@ def test_a_forgotten_agent_leaves_no_trace(fake_upstream, tmp_path):
             "care.md", f"# Care of {SECRET_WORD}\n\n## Food\n\n{SECRET_WORD} eats "
                        f"carrots and {DOCUMENT_WORD} twice a day.".encode())})
         assert document.status_code == 201, document.text
+        # And a procedure: its row and its search entries go too.
+        procedure = httpx.post(server.url + "/agents/dana/procedures", json={
+            "name": f"walk {SECRET_WORD}", "steps": [f"Pack {PROCEDURE_WORD} treats",
+                                                     "Take the river path"]})
+        assert procedure.status_code == 201, procedure.text
     vectors_before = sorted(p.name for p in (data_dir / "vectors").glob("*.usearch"))
     assert len(vectors_before) == 2 and SECRET_WORD.encode() in every_byte(data_dir)
     assert DOCUMENT_WORD.encode() in every_byte(data_dir)
+    assert PROCEDURE_WORD.encode() in every_byte(data_dir)
     summaries = thread_summaries(data_dir)
     assert [a for a, _ in sorted(summaries)] == ["bo", "dana"]
     assert any(SECRET_WORD in text for _, text in summaries)
@@ -80,6 +87,7 @@ def test_a_forgotten_agent_leaves_no_trace(fake_upstream, tmp_path):
         assert httpx.delete(server.url + "/agents/dana").status_code == 404
         assert httpx.get(server.url + "/agents/dana/facts").status_code == 404
         assert httpx.get(server.url + "/agents/dana/documents").status_code == 404
+        assert httpx.get(server.url + "/agents/dana/procedures").status_code == 404
         assert httpx.post(server.url + "/memory/search", json={
             "agent_id": "dana", "query": "carrots and hay", "scope": "documents"},
         ).json()["results"] == []
@@ -89,6 +97,7 @@ def test_a_forgotten_agent_leaves_no_trace(fake_upstream, tmp_path):
     assert SECRET_WORD.encode() not in every_byte(data_dir)
     assert b"dana" not in every_byte(data_dir)
     assert DOCUMENT_WORD.encode() not in every_byte(data_dir)
+    assert PROCEDURE_WORD.encode() not in every_byte(data_dir)
     assert len(list((data_dir / "vectors").glob("*.usearch"))) == 1
 
 

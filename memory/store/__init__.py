@@ -12,6 +12,7 @@
     ├── retrieval.py    full-text candidates, item fetches, embedding rows
     ├── threads.py      long threads: each session's running summary
     ├── documents.py    documents (knowledge base) and their chunks
+    ├── procedures.py   procedures: the how-tos sessions taught
     ├── shared.py       several processes on one data_dir: polls, vector sequence
     └── maintenance.py  consolidation's promotions, evictions, merges
 
@@ -34,6 +35,7 @@ from mnemoproxy.memory.store.forget import ForgetQueries
 from mnemoproxy.memory.store.items import ItemQueries
 from mnemoproxy.memory.store.maintenance import MaintenanceQueries
 from mnemoproxy.memory.store.portable import PortableQueries
+from mnemoproxy.memory.store.procedures import ProcedureQueries
 from mnemoproxy.memory.store.retrieval import RetrievalQueries
 from mnemoproxy.memory.store.schema import MIGRATIONS, Migration
 from mnemoproxy.memory.store.sessions import SessionQueries
@@ -54,6 +56,7 @@ class Store(
     MaintenanceQueries,
     ThreadQueries,
     DocumentQueries,
+    ProcedureQueries,
     SharedQueries,
 ):
     @classmethod

@@ -28,6 +28,7 @@ from mnemoproxy.memory.store.items import (
     supersede_fact_row,
     upsert_entity_rows,
 )
+from mnemoproxy.memory.store.procedures import upsert_procedure_rows
 from mnemoproxy.memory.store.sessions import log_event_row, mark_session_distilled_row
 from mnemoproxy.memory.store.turns import set_signal_status_rows
 
@@ -86,6 +87,10 @@ class DistillationQueries(ItemQueries):
                     db, agent_id, d.episode, d.session_id, d.started_at, d.ended_at, now
                 )
                 await upsert_entity_rows(db, agent_id, d.episode.entities, d.ended_at)
+            # The procedures it taught (an episode without a summary may carry them alone).
+            procedures = await upsert_procedure_rows(
+                db, agent_id, d.episode.procedures if d.episode else [], d.session_id,
+                d.ended_at)
             known = [
                 KnownFact(f.id, f.kind, f.slot, f.content, f.valid_from)
                 for f in await current_fact_rows(db, agent_id)
@@ -126,7 +131,7 @@ class DistillationQueries(ItemQueries):
             await log_event_row(
                 db, agent_id, DISTILLED_EVENT,
                 {**{k: v for k, v in asdict(applied).items() if v is not None},
-                 **(log_detail or {})},
+                 **({"procedures": procedures} if procedures else {}), **(log_detail or {})},
                 d.session_id, now,
             )
         if applied.episode_id is not None or applied.facts_added or applied.facts_superseded:

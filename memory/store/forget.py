@@ -15,8 +15,9 @@ from mnemoproxy.memory.store.db import Database, require_agent
 
 # Per item table: its type name in the embedding tables, and its FTS mirror.
 _ITEMS = (("transcript", "transcript"), ("facts", "fact"), ("episodes", "episode"))
-# Tables with an FTS mirror besides those: document chunks (no session owns them).
-_OTHER_FTS = ("document_chunks",)
+# Tables with an FTS mirror besides those: document chunks (no session owns them) and
+# procedures (their source session's: forgetting it deletes them).
+_OTHER_FTS = ("document_chunks", "procedures")
 
 
 class ForgetQueries(Database):
@@ -40,7 +41,7 @@ class ForgetQueries(Database):
                         f"(SELECT id FROM {table} WHERE agent_id = ?)", (item_type, agent_id))
             # Documents: the chunks' triggers take their FTS entries, vectors and queue
             # entries along.
-            for table in ("document_chunks", "documents"):
+            for table in ("document_chunks", "documents", "procedures"):
                 await db.execute(f"DELETE FROM {table} WHERE agent_id = ?", (agent_id,))
             # Items first (their triggers take the FTS entries and vectors along), then what
             # refers to the agent.
@@ -98,6 +99,9 @@ class ForgetQueries(Database):
                     f"DELETE FROM {table} WHERE agent_id = ? AND {where}", (agent_id, session_id))
                 counts[table] = max(cursor.rowcount, 0)
             await db.execute("UPDATE facts SET source_session_id = NULL WHERE agent_id = ? "
+                             "AND source_session_id = ?", (agent_id, session_id))
+            # The procedures it taught (or last restated).
+            await db.execute("DELETE FROM procedures WHERE agent_id = ? "
                              "AND source_session_id = ?", (agent_id, session_id))
             token = "g" + agent_id.encode("utf-8").hex()  # retrieval.agent_token
             for name in named:

@@ -413,6 +413,50 @@ CREATE TABLE vector_resets (
 """
 
 
+# Procedures: named ways of doing something a session taught (memory/distill/), one live
+# row per name and agent (a newer one with the same name replaces its steps in place).
+# Found by BM25 over the name, when it applies and the steps; no vectors.
+_M012_PROCEDURES = """
+CREATE TABLE procedures (
+    id INTEGER PRIMARY KEY,
+    agent_id TEXT NOT NULL,
+    name TEXT NOT NULL,
+    name_key TEXT NOT NULL,
+    applies_when TEXT NOT NULL DEFAULT '',
+    steps_json TEXT NOT NULL,
+    source_session_id INTEGER REFERENCES sessions(id) ON DELETE SET NULL,
+    created_at REAL NOT NULL,
+    updated_at REAL NOT NULL,
+    UNIQUE (agent_id, name_key)
+);
+CREATE VIEW procedures_fts_source AS
+    SELECT id, name, applies_when, steps_json, 'g' || lower(hex(agent_id)) AS agent
+    FROM procedures;
+CREATE VIRTUAL TABLE procedures_fts USING fts5(
+    name, applies_when, steps_json, agent, content='procedures_fts_source',
+    content_rowid='id', tokenize='porter unicode61');
+CREATE TRIGGER procedures_fts_insert AFTER INSERT ON procedures BEGIN
+    INSERT INTO procedures_fts (rowid, name, applies_when, steps_json, agent)
+    VALUES (new.id, new.name, new.applies_when, new.steps_json,
+            'g' || lower(hex(new.agent_id)));
+END;
+CREATE TRIGGER procedures_fts_delete AFTER DELETE ON procedures BEGIN
+    INSERT INTO procedures_fts (procedures_fts, rowid, name, applies_when, steps_json, agent)
+    VALUES ('delete', old.id, old.name, old.applies_when, old.steps_json,
+            'g' || lower(hex(old.agent_id)));
+END;
+CREATE TRIGGER procedures_fts_update AFTER UPDATE OF name, applies_when, steps_json
+ON procedures BEGIN
+    INSERT INTO procedures_fts (procedures_fts, rowid, name, applies_when, steps_json, agent)
+    VALUES ('delete', old.id, old.name, old.applies_when, old.steps_json,
+            'g' || lower(hex(old.agent_id)));
+    INSERT INTO procedures_fts (rowid, name, applies_when, steps_json, agent)
+    VALUES (new.id, new.name, new.applies_when, new.steps_json,
+            'g' || lower(hex(new.agent_id)));
+END;
+"""
+
+
 MIGRATIONS: tuple[Migration, ...] = (
     ("m001_initial", _M001_TABLES),
     ("m002_full_text_search", _M002_FTS),
@@ -443,6 +487,8 @@ MIGRATIONS: tuple[Migration, ...] = (
     # Vectors shared by several processes: a sequence number per stored vector (a later
     # rebuild of the embeddings table must create its three triggers again).
     ("m011_vector_versions", _M011_VECTOR_VERSIONS),
+    # Procedures: the how-tos sessions taught, searched by their words.
+    ("m012_procedures", _M012_PROCEDURES),
 )
 
 
