@@ -102,6 +102,34 @@ def running_proxy(
         yield root, proc
 
 
+def worker_pids(pid: int) -> list[int]:
+    """The worker processes of a proxy started with --workers N (uvicorn's spawned
+    children of `pid`); [pid] itself when it has none (one process serves)."""
+    children: list[int] = []
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        children += [int(c) for c in (task / "children").read_text().split()]
+    workers = [c for c in children if b"spawn_main" in Path(f"/proc/{c}/cmdline").read_bytes()]
+    return workers or [pid]
+
+
+def cpu_seconds(pids: Sequence[int]) -> float:
+    """CPU time (user + system) the processes have used so far."""
+    ticks = 0
+    for pid in pids:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        ticks += int(fields[11]) + int(fields[12])
+    return ticks / os.sysconf("SC_CLK_TCK")
+
+
+def resident_mib_of(pids: Sequence[int]) -> dict[str, float]:
+    """resident_mib summed over processes (a proxy's workers)."""
+    total: dict[str, float] = {}
+    for pid in pids:
+        for name, value in resident_mib(pid).items():
+            total[name] = total.get(name, 0.0) + value
+    return total
+
+
 def resident_mib(pid: int) -> dict[str, float]:
     """Resident memory of a process now (VmRSS) and at its peak (VmHWM), and of it the
     private anonymous part (the process's own heap: what a second worker would cost again;
