@@ -17,7 +17,13 @@ import re
 from collections import Counter
 from dataclasses import replace
 
-from mnemoproxy.memory.models import Distillation, EpisodeDraft, FactDraft, SessionInput
+from mnemoproxy.memory.models import (
+    Distillation,
+    EpisodeDraft,
+    FactDraft,
+    ProcedureDraft,
+    SessionInput,
+)
 from mnemoproxy.memory.redact import REDACTED
 from mnemoproxy.memory.words import WORD, content_words
 
@@ -68,6 +74,7 @@ def ground(distillation: Distillation, session: SessionInput) -> Distillation:
         f for f in distillation.pinned
         if is_statement(f.content) and supported(f.content, user_words)
     ]
+    procedures = grounded_procedures(distillation.procedures, session)
     episode = distillation.episode
     if episode is not None:
         if is_credible_summary(episode.summary, session):
@@ -75,6 +82,9 @@ def ground(distillation: Distillation, session: SessionInput) -> Distillation:
         else:
             log.debug("dropped a summary the session does not support: %r", episode.summary)
             episode = None
+    if episode is not None or procedures:
+        # The procedures ride on the episode (an empty summary carries them alone).
+        episode = replace(episode or EpisodeDraft(""), procedures=procedures)
     proposed = len(distillation.identity) + len(distillation.pinned)
     kept = {f.content for f in (*identity, *pinned)}
     for fact in (*distillation.identity, *distillation.pinned):
@@ -86,6 +96,36 @@ def ground(distillation: Distillation, session: SessionInput) -> Distillation:
         identity=identity,
         ungrounded=distillation.ungrounded + proposed - len(identity) - len(pinned),
     )
+
+
+def grounded_procedures(
+    procedures: list[ProcedureDraft], session: SessionInput
+) -> list[ProcedureDraft]:
+    """The procedures the session's words support (the user's or the assistant's: either
+    may have carried it out): a name said there, and of the steps those said there, when
+    two or more remain. A step the session never said is dropped."""
+    words = content_words(" ".join(f"{t.user} {t.assistant}" for t in session.turns))
+    kept = []
+    for procedure in procedures:
+        steps = [step for step in procedure.steps if _said(step, words)]
+        if len(steps) >= 2 and _said(procedure.name, words):
+            kept.append(replace(procedure, steps=steps))
+        else:
+            log.debug("dropped a procedure the session does not support: %r", procedure.name)
+    return kept
+
+
+def _said(text: str, words: set[str]) -> bool:
+    """Every name and number of `text` (its first word's capital aside) and most of its
+    other words occur in `words`."""
+    body = text[:1].lower() + text[1:]
+    specific = {w for s in _SPECIFIC.findall(body) for w in content_words(s)}
+    if not specific <= words:
+        return False
+    plain = content_words(body) - specific
+    if not plain:
+        return bool(specific)
+    return len(plain & words) / len(plain) >= MIN_SUPPORT
 
 
 def is_statement(fact: str) -> bool:

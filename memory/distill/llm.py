@@ -245,6 +245,8 @@ def _clean_episode(episode: EpisodeDraft) -> EpisodeDraft:
         entities=clean(episode.entities),
         decisions=clean(episode.decisions),
         action_items=clean(episode.action_items),
+        procedures=[p for p in episode.procedures
+                    if not any(map(looks_like_secret, (p.name, p.applies_when, *p.steps)))],
     )
 
 
@@ -267,6 +269,7 @@ def _joined(parts: list[Distillation]) -> Distillation:
             decisions=union([e.decisions for e in episodes]),
             action_items=union([e.action_items for e in episodes]),
             salience=max(e.salience for e in episodes),
+            procedures=[p for e in episodes for p in e.procedures],
         )
     return Distillation(
         episode=episode,

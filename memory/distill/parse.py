@@ -14,7 +14,13 @@ from collections.abc import Iterator
 from typing import Any
 
 from mnemoproxy.errors import DistillError
-from mnemoproxy.memory.models import Distillation, EpisodeDraft, FactDraft, FactKind
+from mnemoproxy.memory.models import (
+    Distillation,
+    EpisodeDraft,
+    FactDraft,
+    FactKind,
+    ProcedureDraft,
+)
 
 MAX_ITEM_CHARS = 500
 DEFAULT_SALIENCE = 0.5
@@ -22,6 +28,8 @@ DEFAULT_SALIENCE = 0.5
 # and eviction that ordinary pinned facts go through.
 IDENTITY_SALIENCE = 0.9
 TOP_LEVEL_KEYS = ("episode", "pinned_candidates", "identity_facts")
+# Asked for too, but optional in a reply (an answer without it is read as before).
+PROCEDURES_KEY = "procedures"
 # Each "{" in the reply is a possible start of the answer; a cap keeps a brace-heavy
 # garbage reply from costing quadratic time.
 MAX_OBJECT_STARTS = 64
@@ -37,6 +45,10 @@ MAX_FACT_CHARS = 160
 MAX_LABEL_CHARS = 60
 MAX_LABELS = 6
 MAX_FACTS = 8
+MAX_PROCEDURES = 3
+MAX_PROCEDURE_STEPS = 12
+MAX_STEP_CHARS = 200
+MIN_PROCEDURE_STEPS = 2
 
 
 def _strings(max_items: int, max_chars: int) -> dict[str, Any]:
@@ -54,7 +66,7 @@ def distillation_schema(max_facts: int = MAX_FACTS) -> dict[str, Any]:
     return {
         "type": "object",
         "additionalProperties": False,
-        "required": list(TOP_LEVEL_KEYS),
+        "required": [*TOP_LEVEL_KEYS, PROCEDURES_KEY],
         "properties": {
             "episode": {
                 "type": "object",
@@ -86,6 +98,20 @@ def distillation_schema(max_facts: int = MAX_FACTS) -> dict[str, Any]:
                 },
             },
             "identity_facts": _strings(max_facts, MAX_FACT_CHARS),
+            PROCEDURES_KEY: {
+                "type": "array",
+                "maxItems": MAX_PROCEDURES,
+                "items": {
+                    "type": "object",
+                    "additionalProperties": False,
+                    "required": ["name", "applies_when", "steps"],
+                    "properties": {
+                        "name": {"type": "string", "maxLength": MAX_LABEL_CHARS * 2},
+                        "applies_when": {"type": "string", "maxLength": MAX_FACT_CHARS},
+                        "steps": _strings(MAX_PROCEDURE_STEPS, MAX_STEP_CHARS),
+                    },
+                },
+            },
         },
     }
 
@@ -114,6 +140,10 @@ def parse_distillation(text: str, *, truncated: bool = False) -> Distillation:
     identity_keys = {_dedupe_key(fact.content) for fact in identity}
     # A statement the model filed under both headings is kept once, as identity.
     pinned = [fact for fact in pinned if _dedupe_key(fact.content) not in identity_keys]
+    procedures = _procedures(data.get(PROCEDURES_KEY))
+    if procedures:
+        episode = episode or EpisodeDraft("")
+        episode.procedures = procedures
     return Distillation(episode=episode, pinned=pinned, identity=identity)
 
 
@@ -285,6 +315,23 @@ def _episode(value: Any) -> EpisodeDraft | None:
         action_items=_string_list(value.get("action_items")),
         salience=_salience(value.get("salience"), DEFAULT_SALIENCE),
     )
+
+
+def _procedures(value: Any) -> list[ProcedureDraft]:
+    """Named procedures with two or more steps; a malformed one is skipped, and the later
+    of two with the same name kept."""
+    found: dict[str, ProcedureDraft] = {}
+    for item in _as_list(value)[:MAX_PROCEDURES]:
+        if not isinstance(item, dict):
+            continue
+        name = _clean_item(item.get("name"))
+        steps = _string_list(item.get("steps"))[:MAX_PROCEDURE_STEPS]
+        if name is None or len(steps) < MIN_PROCEDURE_STEPS:
+            continue
+        found.pop(_dedupe_key(name), None)
+        found[_dedupe_key(name)] = ProcedureDraft(
+            name, steps, _clean_item(item.get("applies_when")) or "")
+    return list(found.values())
 
 
 def _facts(value: Any, *, kind: FactKind, salience: float) -> list[FactDraft]:

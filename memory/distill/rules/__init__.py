@@ -2,7 +2,8 @@
 spaCy patterns over a blank English pipeline, so memory still works without a model.
 
 Only the user's words yield facts about the user; the assistant's replies feed the
-episode's topics. Public surface:
+episode's topics. Procedures (rules/procedures.py) come from either side: the user teaching
+one, or the assistant's steps in answer to a how-to question. Public surface:
 
 - `RuleDistiller().distill(session)`: the Distiller protocol.
 - `extract_facts(text, when=...)`: the facts stated in one user message.
@@ -23,8 +24,9 @@ from datetime import date, datetime
 
 from mnemoproxy.memory.distill.rules.episode import build_episode
 from mnemoproxy.memory.distill.rules.facts import FoundFact, find_facts, slot_for_statement
+from mnemoproxy.memory.distill.rules.procedures import find_procedures
 from mnemoproxy.memory.distill.rules.text import parse
-from mnemoproxy.memory.models import Distillation, FactDraft, SessionInput
+from mnemoproxy.memory.models import Distillation, EpisodeDraft, FactDraft, SessionInput
 
 _RULES_THREAD = ThreadPoolExecutor(max_workers=1, thread_name_prefix="rules")
 
@@ -64,8 +66,13 @@ def distill_session(session: SessionInput) -> Distillation:
         assistant_docs.append(parse(turn.assistant))
         found.extend(find_facts(user_doc, _day(turn.at or session.session_date)))
     facts = _latest_per_slot(found)
+    episode = build_episode(user_docs, assistant_docs, found)
+    procedures = find_procedures(session.turns)
+    if procedures:
+        episode = episode or EpisodeDraft("")
+        episode.procedures = procedures
     return Distillation(
-        episode=build_episode(user_docs, assistant_docs, found),
+        episode=episode,
         pinned=[f for f in facts if f.kind == "pinned"],
         identity=[f for f in facts if f.kind == "identity"],
     )
