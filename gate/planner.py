@@ -20,6 +20,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Protocol
 
 import jinja2
 
@@ -78,6 +79,43 @@ class MemoryBlock:
     text: str
     tokens: int
     items: list[PlannedItem] = field(default_factory=list)
+    procedures: int = 0  # how many procedures it shows (they are not items)
+
+
+class Procedure(Protocol):
+    """A procedure as the block shows it (memory's StoredProcedure is one)."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def applies_when(self) -> str: ...
+
+    @property
+    def steps(self) -> list[str]: ...
+
+
+@dataclass(frozen=True)
+class ShownProcedure:
+    """A procedure fenced for the block: text that reads like instructions to a model (an
+    override phrase, a role marker) quoted."""
+
+    name: str
+    applies_when: str
+    steps: list[str]
+
+    @classmethod
+    def of(cls, procedure: Procedure, suspicious: str) -> ShownProcedure | None:
+        texts = [procedure.name, procedure.applies_when, *procedure.steps]
+        flagged = any(looks_like_instructions(t) for t in texts)
+        if flagged and suspicious == "omit":
+            return None
+
+        def show(text: str) -> str:
+            return quoted(fenced(text)) if flagged and text else fenced(text)
+
+        return cls(show(procedure.name), show(procedure.applies_when),
+                   [show(step) for step in procedure.steps])
 
 
 def _date(ts: float | None) -> str:
@@ -180,10 +218,12 @@ class Planner:
         *,
         budget: int | None = None,
         question: str = "",
+        procedures: Sequence[Procedure] = (),
     ) -> MemoryBlock | None:
         """The block for this request from the agent's identity facts and the hybrid search
         `results` (every kind, best first), within `budget` tokens (default: all of the
-        planner's), or None when the gate said none or nothing fits."""
+        planner's), or None when the gate said none or nothing fits. `procedures` that
+        answer a how-to question go first, whole (the best ones that fit)."""
         if not decision.inject:
             return None
         now = time.time() if now is None else now
@@ -194,7 +234,8 @@ class Planner:
             if self.suspicious != "omit" or not looks_like_instructions(f.content)
         ]
         ranked = candidates(results, question, suspicious=self.suspicious)
-        return self.fit(identity, ranked, now, budget=budget)
+        shown = [s for p in procedures if (s := ShownProcedure.of(p, self.suspicious))]
+        return self.fit(identity, ranked, now, budget=budget, procedures=shown)
 
     def fit(
         self,
@@ -203,14 +244,18 @@ class Planner:
         now: float,
         *,
         budget: int | None = None,
+        procedures: Sequence[ShownProcedure] = (),
     ) -> MemoryBlock | None:
         """Fill by rank under the budget, skipping repeats, then trim until the render
         fits."""
         budget = self.budget if budget is None else min(budget, self.budget)
+        shown = list(procedures)
+        while shown and count_tokens(self._render([], now, shown)) > budget:
+            shown.pop()  # the last is the worst match
         chosen: list[PlannedItem] = []
         keys: list[str] = []
         groups: set[str] = set()
-        used = count_tokens(self._render([], now))
+        used = count_tokens(self._render([], now, shown))
         for item in [*identity, *ranked]:
             if budget - used < MIN_LINE_TOKENS:
                 break  # nothing more fits
@@ -227,15 +272,20 @@ class Planner:
             keys.append(key)
             groups.add(item.group)
             used += cost
-        while chosen:
-            text = self._render(chosen, now)
+        while chosen or shown:
+            text = self._render(chosen, now, shown)
             tokens = count_tokens(text)
             if tokens <= budget:
-                return MemoryBlock(text, tokens, chosen)
+                return MemoryBlock(text, tokens, chosen, len(shown))
+            if not chosen:
+                return None
             chosen.pop()  # the last chosen is the lowest ranked
         return None
 
-    def _render(self, items: Sequence[PlannedItem], now: float) -> str:
+    def _render(
+        self, items: Sequence[PlannedItem], now: float,
+        procedures: Sequence[ShownProcedure] = (),
+    ) -> str:
         by_kind: dict[str, list[PlannedItem]] = {}
         conversations: dict[str, list[PlannedItem]] = {}
         for item in items:
@@ -267,5 +317,6 @@ class Planner:
             identity=[i.shown for i in by_kind.get("identity", [])],
             pinned=[i.shown for i in by_kind.get("pinned", [])],
             documents=[i.shown for i in by_kind.get("document", [])],
+            procedures=procedures,
             conversations=groups,
         ).strip()

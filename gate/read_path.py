@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -11,7 +12,7 @@ from mnemoproxy.config.settings import Settings
 from mnemoproxy.gate.excerpt import terms
 from mnemoproxy.gate.inject import inject
 from mnemoproxy.gate.messages import continues_after_tools, latest_user_index, message_text
-from mnemoproxy.gate.planner import MemoryBlock, Planner
+from mnemoproxy.gate.planner import MemoryBlock, Planner, Procedure
 from mnemoproxy.gate.relevance import REFERENCE_PROMPTS, HeuristicGate, make_gate
 from mnemoproxy.gate.relevance.types import Evidence, Gate, GateContext, GateDecision
 from mnemoproxy.gate.tokens import count_tokens
@@ -26,6 +27,21 @@ NAME_SHARE_ITEMS = 20
 # comfortably more than fit in the budget.
 TOKENS_PER_CANDIDATE = 20
 MIN_CANDIDATES, MAX_CANDIDATES = 10, 150
+# A question asking how something is done: one of the agent's procedures may answer it.
+HOW_TO = re.compile(
+    r"\b(?:how (?:do|can|should|would|could|did|does) (?:i|we|you|one)\b|how to\b|"
+    r"(?:what|which) (?:are|were) the steps\b|steps (?:to|for)\b|walk me through\b|"
+    r"what(?:'s| is) the (?:process|procedure|way) (?:to|for)\b)",
+    re.IGNORECASE,
+)
+# Words of such a question that say nothing of what it asks about.
+HOW_TO_FRAME = frozenset(terms(
+    "how do does did can could should would one to what which are were is the steps step "
+    "walk me through process procedure way again remind tell please"))
+# A procedure answers the question when its name, when it applies and its steps hold this
+# share of the question's other words, its name at least one of them.
+PROCEDURE_SHARE = 0.6
+MAX_PROCEDURES = 2
 
 
 class MemoryReader(Protocol):
@@ -48,6 +64,8 @@ class MemoryReader(Protocol):
     async def common_words(self, agent_id: str) -> frozenset[str]: ...
 
     async def has_documents(self, agent_id: str) -> bool: ...
+
+    async def matching_procedures(self, agent_id: str, query: str) -> Sequence[Procedure]: ...
 
 
 def memory_headers(
@@ -81,7 +99,7 @@ class ReadResult:
         return memory_headers(
             self.decision.section,
             self.block.tokens,
-            len(self.block.items),
+            len(self.block.items) + self.block.procedures,
             self.decision.confidence,
         )
 
@@ -180,16 +198,46 @@ class ReadPath:
             documents=await self.memory.has_documents(agent_id),
         )
         decision = await self.gate.decide(text, context)
+        procedures = await self.procedures_for(agent_id, text)
+        if not decision.inject and procedures:
+            # A how-to question one of the agent's procedures answers: that procedure,
+            # and nothing else of memory the gate did not ask for.
+            decision = GateDecision(
+                "procedure", f"a procedure answers how to: '{procedures[0].name}'")
+            block = self.planner.plan((), (), decision, now, procedures=procedures)
+            if block is None:
+                return ReadResult(decision)
+            return ReadResult(decision, block, inject(messages, block.text, self.injection))
         if not decision.inject:
             return ReadResult(decision)
         identity = await self.memory.identity_facts(agent_id)
         budget = round(self.planner.budget * BUDGET_SHARE[decision.confidence])
         block = self.planner.plan(
-            identity, await results(), decision, now, budget=budget, question=text
+            identity, await results(), decision, now, budget=budget, question=text,
+            procedures=procedures,
         )
         if block is None:
             return ReadResult(decision)
         return ReadResult(decision, block, inject(messages, block.text, self.injection))
+
+
+    async def procedures_for(self, agent_id: str, question: str) -> list[Procedure]:
+        """The agent's procedures that answer `question`, when it asks how something is done
+        (best first); none for any other message."""
+        if HOW_TO.search(question) is None:
+            return []
+        wanted = terms(question) - HOW_TO_FRAME
+        if not wanted:
+            return []
+        found = await self.memory.matching_procedures(agent_id, question)
+        return [p for p in found if answers(p, wanted)][:MAX_PROCEDURES]
+
+
+def answers(procedure: Procedure, wanted: set[str]) -> bool:
+    """Whether `procedure` answers a how-to question whose content words are `wanted`."""
+    named = terms(f"{procedure.name} {procedure.applies_when}")
+    said = named | terms(" ".join(procedure.steps))
+    return bool(wanted & named) and len(wanted & said) / len(wanted) >= PROCEDURE_SHARE
 
 
 def document_share(wanted: set[str], results: Sequence[SearchResult]) -> float:

@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 
 from mnemoproxy.config.settings import Settings
-from mnemoproxy.errors import NotFound
+from mnemoproxy.errors import InvalidArgument, NotFound
 from mnemoproxy.memory.consolidate import ConsolidationReport, consolidate
 from mnemoproxy.memory.core_budget import BudgetedCoreModel, CoreBudget
 from mnemoproxy.memory.distill.fallback import CapFallbackDistiller
@@ -34,7 +34,7 @@ from mnemoproxy.memory.documents import media_type_of, parse_document
 from mnemoproxy.memory.embedders import Embedder, make_embedder
 from mnemoproxy.memory.embedding_worker import EmbeddingWorker
 from mnemoproxy.memory.model_server import CoreModel, CoreModelClient, JsonClient
-from mnemoproxy.memory.models import FactDraft, Kind, Turn
+from mnemoproxy.memory.models import FactDraft, Kind, ProcedureDraft, Turn
 from mnemoproxy.memory.ownership import OWNER_FILE, QUEUE_POLL_SECONDS, OwnerLock, Ownership
 from mnemoproxy.memory.search import (
     DEFAULT_FUSION,
@@ -47,6 +47,7 @@ from mnemoproxy.memory.store import Store
 from mnemoproxy.memory.store.cipher import Cipher
 from mnemoproxy.memory.store.db import require_agent
 from mnemoproxy.memory.store.documents import StoredChunk, StoredDocument
+from mnemoproxy.memory.store.procedures import StoredProcedure
 from mnemoproxy.memory.store.records import Episode, Fact, item_type_of
 from mnemoproxy.memory.store.threads import ThreadSummary
 from mnemoproxy.memory.vectors import VectorIndexes
@@ -525,6 +526,63 @@ class Memory:
         added = await self.store.import_agent(agent_id, records)
         self.store.drop_cached_entities(agent_id)
         return added
+
+    # -- procedures (the how-tos sessions taught, memory/store/procedures.py) ---------------
+
+    async def matching_procedures(self, agent_id: str, query: str) -> list[StoredProcedure]:
+        """The agent's procedures sharing words with `query`, best first."""
+        return await self.store.search_procedures(agent_id, query)
+
+    async def procedures(
+        self, agent_id: str, *, limit: int, after_id: int
+    ) -> list[StoredProcedure]:
+        await self._known(agent_id)
+        return await self.store.procedures_page(agent_id, limit=limit, after_id=after_id)
+
+    async def procedure(self, agent_id: str, procedure_id: int) -> StoredProcedure:
+        found = await self.store.procedure(agent_id, procedure_id)
+        if found is None:
+            raise NotFound(f"agent {agent_id!r} has no procedure {procedure_id}",
+                           param="procedure_id")
+        return found
+
+    def _scrubbed(self, name: str, steps: Sequence[str], applies_when: str) -> ProcedureDraft:
+        scrub = self._writer.scrub
+        return ProcedureDraft(scrub(name), [scrub(s) for s in steps], scrub(applies_when))
+
+    async def add_procedure(
+        self, agent_id: str, name: str, steps: Sequence[str], applies_when: str = ""
+    ) -> int:
+        """A procedure stated by hand (the agent is created if new), replacing the agent's
+        procedure of the same name; returns its id."""
+        return await self.store.add_procedure(
+            agent_id, self._scrubbed(name, steps, applies_when))
+
+    async def edit_procedure(
+        self, agent_id: str, procedure_id: int, *, name: str | None = None,
+        steps: Sequence[str] | None = None, applies_when: str | None = None,
+    ) -> None:
+        """Change a procedure in place; a name another of the agent's has is refused."""
+        current = await self.procedure(agent_id, procedure_id)
+        draft = self._scrubbed(
+            current.name if name is None else name,
+            current.steps if steps is None else steps,
+            current.applies_when if applies_when is None else applies_when,
+        )
+        updated = await self.store.update_procedure(agent_id, procedure_id, draft)
+        if updated is None:
+            raise NotFound(f"agent {agent_id!r} has no procedure {procedure_id}",
+                           param="procedure_id")
+        if not updated:
+            raise InvalidArgument(
+                f"agent {agent_id!r} already has a procedure named {draft.name!r}; delete "
+                "it first or pick another name", param="name")
+
+    async def delete_procedure(self, agent_id: str, procedure_id: int) -> None:
+        """Delete a procedure for good."""
+        if not await self.store.delete_procedure(agent_id, procedure_id):
+            raise NotFound(f"agent {agent_id!r} has no procedure {procedure_id}",
+                           param="procedure_id")
 
     # -- documents (a knowledge base per agent, memory/documents.py) -----------------------
 

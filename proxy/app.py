@@ -39,6 +39,7 @@ from mnemoproxy.proxy.mcp_server import build_mcp, http_app
 from mnemoproxy.proxy.memory_api import MEMORY_ROUTES, TYPE_DECODERS
 from mnemoproxy.proxy.metrics import CONTENT_TYPE, Metrics
 from mnemoproxy.proxy.openapi import DescribedStructs
+from mnemoproxy.proxy.procedures_api import PROCEDURE_ROUTES
 from mnemoproxy.proxy.services import Services
 from mnemoproxy.proxy.upstream import Upstream
 
@@ -124,7 +125,7 @@ def create_app(
     app = Litestar(
         route_handlers=[
             chat_completions, health, metrics, mcp_route, *MEMORY_ROUTES,
-            *AGENT_ROUTES, *DOCUMENT_ROUTES, *INSPECTOR_ROUTES,
+            *AGENT_ROUTES, *DOCUMENT_ROUTES, *PROCEDURE_ROUTES, *INSPECTOR_ROUTES,
         ],
         dependencies={"services": Provide(_services, sync_to_thread=False)},
         exception_handlers=answer_inspector_in_html(EXCEPTION_HANDLERS),

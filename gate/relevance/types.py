@@ -24,8 +24,9 @@ __all__ = [
     "Section",
 ]
 
-# A section is the kind of memory a message needs, or none.
-Section = Literal[Kind, "none"]
+# A section is the kind of memory a message needs (or a procedure, for a how-to question
+# one of the agent's procedures answers), or none.
+Section = Literal[Kind, "procedure", "none"]
 SECTIONS: tuple[Section, ...] = get_args(Section)
 
 # How sure the gate is that memory helps: a low one gets a small block (the few best
