@@ -17,8 +17,7 @@ from litestar.openapi.spec import OpenAPIMediaType, OpenAPIType, Operation, Requ
 from litestar.params import JSONBody, PathParameter, QueryParameter
 
 from mnemoproxy.errors import InvalidArgument, NotFound
-from mnemoproxy.memory import Memory
-from mnemoproxy.proxy.access import authorize, caller, record_change
+from mnemoproxy.proxy.access import caller, record_change
 from mnemoproxy.proxy.api_models import (
     AgentDeletions,
     AgentDetail,
@@ -43,7 +42,7 @@ from mnemoproxy.proxy.api_models import (
     TranscriptLine,
 )
 from mnemoproxy.proxy.errors import error_responses
-from mnemoproxy.proxy.ids import MAX_ID_CHARS, normalised_id
+from mnemoproxy.proxy.ids import MAX_ID_CHARS
 from mnemoproxy.proxy.services import Services
 
 PAGE_LIMIT = 500
@@ -80,14 +79,6 @@ class FactEdit(msgspec.Struct, forbid_unknown_fields=True):
     salience: Salience | None = None
     pinned: bool | None = None
 
-
-def _agent_memory(
-    request: Request[Any, Any, Any], agent_id: str, services: Services
-) -> tuple[str, Memory]:
-    agent_id = normalised_id(agent_id)
-    authorize(request, agent_id)
-    memory, _ = services.require_memory()
-    return agent_id, memory
 
 
 @dataclass
@@ -131,7 +122,7 @@ async def agent_facts(
 ) -> FactPage:
     """The agent's facts in the order they were stored, a page at a time: pass the answer's
     `next_cursor` as `cursor` for the next page (null: no more)."""
-    agent_id, memory = _agent_memory(request, agent_id, services)
+    agent_id, memory = services.agent_memory(request, agent_id)
     rows = await memory.facts(
         agent_id, kind=kind, status=status, text=q, limit=limit, after_id=cursor
     )
@@ -150,7 +141,7 @@ async def forget_agent(
 ) -> AgentForgotten:
     """Forget the agent completely (rows, search entries, vectors, index files); there is
     no undo. What was deleted is answered; the server's audit log keeps who asked."""
-    agent_id, memory = _agent_memory(request, agent_id, services)
+    agent_id, memory = services.agent_memory(request, agent_id)
     forgotten = await memory.forget_agent(agent_id)
     if forgotten is None:
         raise NotFound(f"memory holds no agent {agent_id!r}", param="agent_id")
@@ -167,7 +158,7 @@ async def export_agent(
     services: NamedDependency[Services],
 ) -> Response[bytes]:
     """Everything of the agent but vectors, as JSON Lines (see memory/store/portable.py)."""
-    agent_id, memory = _agent_memory(request, agent_id, services)
+    agent_id, memory = services.agent_memory(request, agent_id)
     records = await memory.export_agent(agent_id)
     if records is None:
         raise NotFound(f"memory holds no agent {agent_id!r}", param="agent_id")
@@ -183,7 +174,7 @@ async def import_agent(
     services: NamedDependency[Services],
 ) -> ImportReport:
     """Merge an export (JSON Lines) into the agent, which is created when new."""
-    agent_id, memory = _agent_memory(request, agent_id, services)
+    agent_id, memory = services.agent_memory(request, agent_id)
     records = []
     for number, line in enumerate((await request.body()).splitlines(), start=1):
         if not line.strip():
@@ -205,7 +196,7 @@ async def agent(
     request: Request[Any, Any, Any], agent_id: AgentId, services: NamedDependency[Services]
 ) -> AgentDetail:
     """The agent's counts and identity facts."""
-    agent_id, memory = _agent_memory(request, agent_id, services)
+    agent_id, memory = services.agent_memory(request, agent_id)
     return AgentDetail(**await memory.agent(agent_id))
 
 
@@ -215,7 +206,7 @@ async def agent_sessions(
     limit: Limit = 100, cursor: Cursor = 0,
 ) -> SessionPage:
     """The agent's sessions in the order they began, a page at a time."""
-    agent_id, memory = _agent_memory(request, agent_id, services)
+    agent_id, memory = services.agent_memory(request, agent_id)
     rows = await memory.sessions(agent_id, limit=limit, after_id=cursor)
     return SessionPage(agent_id, [SessionSummary(**r) for r in rows],
                        next_cursor=_next_cursor([r["id"] for r in rows], limit))
@@ -228,7 +219,7 @@ async def agent_session(
     services: NamedDependency[Services],
 ) -> SessionTranscript:
     """One session's verbatim transcript."""
-    agent_id, memory = _agent_memory(request, agent_id, services)
+    agent_id, memory = services.agent_memory(request, agent_id)
     messages = await memory.session_messages(agent_id, session_id)
     return SessionTranscript(agent_id, session_id, [TranscriptLine(**m) for m in messages])
 
@@ -239,7 +230,7 @@ async def agent_episodes(
     limit: Limit = 100, cursor: Cursor = 0,
 ) -> EpisodePage:
     """The agent's live episodes in the order they were stored, a page at a time."""
-    agent_id, memory = _agent_memory(request, agent_id, services)
+    agent_id, memory = services.agent_memory(request, agent_id)
     rows = await memory.episodes(agent_id, limit=limit, after_id=cursor)
     return EpisodePage(
         agent_id,
@@ -258,7 +249,7 @@ async def add_fact(
     services: NamedDependency[Services],
 ) -> FactView:
     """A fact stated by hand; the agent is created if new."""
-    agent_id, memory = _agent_memory(request, agent_id, services)
+    agent_id, memory = services.agent_memory(request, agent_id)
     fact_id = await memory.add_fact(agent_id, data.content, kind=data.kind,
                                     salience=data.salience)
     if data.pinned:
@@ -274,7 +265,7 @@ async def get_fact(
     services: NamedDependency[Services],
 ) -> FactDetail:
     """One fact with its history: the values it replaced and those that replaced it."""
-    agent_id, memory = _agent_memory(request, agent_id, services)
+    agent_id, memory = services.agent_memory(request, agent_id)
     fact = await memory.fact(agent_id, fact_id)
     history = await memory.fact_history(agent_id, fact_id)
     return FactDetail.of_history(fact, history)
@@ -287,7 +278,7 @@ async def forget_session(
     services: NamedDependency[Services],
 ) -> SessionForgotten:
     """Forget one session for good: its messages, its episodes, the facts only it stated."""
-    agent_id, memory = _agent_memory(request, agent_id, services)
+    agent_id, memory = services.agent_memory(request, agent_id)
     forgotten = await memory.forget_session(agent_id, session_id)
     await record_change(request, memory, agent_id)
     return SessionForgotten(agent_id, session_id, Deletions(**forgotten))
@@ -300,7 +291,7 @@ async def delete_episode(
     services: NamedDependency[Services],
 ) -> EpisodeDeleted:
     """Reads no longer see the episode; its row stays as history."""
-    agent_id, memory = _agent_memory(request, agent_id, services)
+    agent_id, memory = services.agent_memory(request, agent_id)
     await memory.delete_episode(agent_id, episode_id)
     await record_change(request, memory, agent_id)
     return EpisodeDeleted(agent_id, episode_id, deleted=True)
@@ -314,7 +305,7 @@ async def edit_fact(
 ) -> FactView:
     """New content supersedes the fact (the answer is the new fact; the old one stays as
     history); a salience or a pin (`pinned`: consolidation keeps it) alone is set in place."""
-    agent_id, memory = _agent_memory(request, agent_id, services)
+    agent_id, memory = services.agent_memory(request, agent_id)
     if data.content is None and data.salience is None and data.pinned is None:
         raise InvalidArgument("send content, salience or pinned", param="content")
     current = await memory.edit_fact(agent_id, fact_id, content=data.content,
@@ -330,7 +321,7 @@ async def delete_fact(
     services: NamedDependency[Services],
 ) -> FactDeleted:
     """Reads no longer see the fact; its row stays as history."""
-    agent_id, memory = _agent_memory(request, agent_id, services)
+    agent_id, memory = services.agent_memory(request, agent_id)
     await memory.delete_fact(agent_id, fact_id)
     await record_change(request, memory, agent_id)
     return FactDeleted(agent_id, fact_id, deleted=True)

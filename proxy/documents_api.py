@@ -27,8 +27,7 @@ from litestar.openapi.spec import OpenAPIMediaType, OpenAPIType, Operation, Requ
 from litestar.params import PathParameter, QueryParameter
 
 from mnemoproxy.errors import InvalidArgument
-from mnemoproxy.memory import Memory
-from mnemoproxy.proxy.access import authorize, record_change
+from mnemoproxy.proxy.access import record_change
 from mnemoproxy.proxy.api_models import (
     DocumentChunk,
     DocumentDeleted,
@@ -38,7 +37,7 @@ from mnemoproxy.proxy.api_models import (
     DocumentView,
 )
 from mnemoproxy.proxy.errors import UnsupportedMediaType, error_responses
-from mnemoproxy.proxy.ids import MAX_ID_CHARS, normalised_id
+from mnemoproxy.proxy.ids import MAX_ID_CHARS
 from mnemoproxy.proxy.services import Services
 
 PAGE_LIMIT = 500
@@ -99,14 +98,6 @@ class DocumentBody(Operation):
         )
 
 
-def _agent_memory(
-    request: Request[Any, Any, Any], agent_id: str, services: Services
-) -> tuple[str, Memory]:
-    agent_id = normalised_id(agent_id)
-    authorize(request, agent_id)
-    memory, _ = services.require_memory()
-    return agent_id, memory
-
 
 async def _from_json(request: Request[Any, Any, Any]) -> tuple[bytes | str, str, str, None]:
     try:
@@ -157,7 +148,7 @@ async def add_document(
 ) -> DocumentStored:
     """Store a document in the agent's knowledge base (the agent is created if new): cut
     into chunks along its structure and embedded before the answer."""
-    agent_id, memory = _agent_memory(request, agent_id, services)
+    agent_id, memory = services.agent_memory(request, agent_id)
     kind = request.headers.get("content-type", "").split(";", 1)[0].strip().lower()
     if kind == MULTIPART:
         data, declared, title, filename = await _from_form(request)
@@ -180,7 +171,7 @@ async def agent_documents(
 ) -> DocumentPage:
     """The agent's documents in the order they were stored, a page at a time: pass the
     answer's `next_cursor` as `cursor` for the next page (null: no more)."""
-    agent_id, memory = _agent_memory(request, agent_id, services)
+    agent_id, memory = services.agent_memory(request, agent_id)
     rows = await memory.documents(agent_id, limit=limit, after_id=cursor)
     return DocumentPage(agent_id, [DocumentView.of(d) for d in rows],
                         next_cursor=rows[-1].id if len(rows) == limit else None)
@@ -193,7 +184,7 @@ async def agent_document(
     services: NamedDependency[Services],
 ) -> DocumentDetail:
     """One document with its chunks in order."""
-    agent_id, memory = _agent_memory(request, agent_id, services)
+    agent_id, memory = services.agent_memory(request, agent_id)
     document, chunks = await memory.document(agent_id, document_id)
     return DocumentDetail(agent_id, DocumentView.of(document),
                           [DocumentChunk.of(c) for c in chunks])
@@ -206,7 +197,7 @@ async def delete_document(
     services: NamedDependency[Services],
 ) -> DocumentDeleted:
     """Delete a document for good: its chunks, their search entries and vectors."""
-    agent_id, memory = _agent_memory(request, agent_id, services)
+    agent_id, memory = services.agent_memory(request, agent_id)
     chunks = await memory.delete_document(agent_id, document_id)
     await record_change(request, memory, agent_id)
     return DocumentDeleted(agent_id, document_id, deleted=True, chunks=chunks)

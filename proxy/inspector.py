@@ -31,11 +31,10 @@ from litestar.types import ControllerRouterHandler
 from mnemoproxy.errors import InvalidArgument, MnemoError
 from mnemoproxy.gate import looks_like_instructions
 from mnemoproxy.memory import SCOPES, Memory
-from mnemoproxy.proxy.access import UI_COOKIE, authorize, caller, is_inspector, record_change
+from mnemoproxy.proxy.access import UI_COOKIE, caller, is_inspector, record_change
 from mnemoproxy.proxy.agents_api import AgentId, Cursor, ItemId
 from mnemoproxy.proxy.api_models import FactView
 from mnemoproxy.proxy.errors import from_http_exception, http_status
-from mnemoproxy.proxy.ids import normalised_id
 from mnemoproxy.proxy.services import Services
 
 log = logging.getLogger("mnemoproxy")
@@ -106,10 +105,8 @@ def done(url: str, notice: str) -> Redirect:
 
 def _agent(request: Request[Any, Any, Any], agent_id: str, services: Services
            ) -> tuple[str, Memory]:
-    agent_id = normalised_id(unquote(agent_id))
-    authorize(request, agent_id)
-    memory, _ = services.require_memory()
-    return agent_id, memory
+    # The id in an inspector URL is escaped twice (agent_url): the second decoding is ours.
+    return services.agent_memory(request, unquote(agent_id))
 
 
 async def _form(request: Request[Any, Any, Any]) -> Mapping[str, str]:

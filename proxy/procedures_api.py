@@ -15,11 +15,10 @@ from litestar.di import NamedDependency
 from litestar.params import JSONBody, PathParameter, QueryParameter
 
 from mnemoproxy.errors import InvalidArgument
-from mnemoproxy.memory import Memory
-from mnemoproxy.proxy.access import authorize, record_change
+from mnemoproxy.proxy.access import record_change
 from mnemoproxy.proxy.api_models import NextCursor
 from mnemoproxy.proxy.errors import error_responses
-from mnemoproxy.proxy.ids import MAX_ID_CHARS, normalised_id
+from mnemoproxy.proxy.ids import MAX_ID_CHARS
 from mnemoproxy.proxy.services import Services
 
 PAGE_LIMIT = 500
@@ -88,14 +87,6 @@ class ProcedureDeleted(msgspec.Struct):
     deleted: Literal[True]
 
 
-def _agent_memory(
-    request: Request[Any, Any, Any], agent_id: str, services: Services
-) -> tuple[str, Memory]:
-    agent_id = normalised_id(agent_id)
-    authorize(request, agent_id)
-    memory, _ = services.require_memory()
-    return agent_id, memory
-
 
 @route("/agents/{agent_id:str}/procedures", http_method=["GET", "HEAD"], responses=ERRORS)
 async def agent_procedures(
@@ -103,7 +94,7 @@ async def agent_procedures(
     limit: Limit = 100, cursor: Cursor = 0,
 ) -> ProcedurePage:
     """The agent's procedures, a page at a time (404 for an agent memory has never seen)."""
-    agent_id, memory = _agent_memory(request, agent_id, services)
+    agent_id, memory = services.agent_memory(request, agent_id)
     rows = await memory.procedures(agent_id, limit=limit, after_id=cursor)
     return ProcedurePage(agent_id, [ProcedureView.of(p) for p in rows],
                          rows[-1].id if len(rows) == limit else None)
@@ -117,7 +108,7 @@ async def add_procedure(
 ) -> ProcedureView:
     """A procedure stated by hand (the agent is created if new); one of the same name is
     replaced."""
-    agent_id, memory = _agent_memory(request, agent_id, services)
+    agent_id, memory = services.agent_memory(request, agent_id)
     procedure_id = await memory.add_procedure(agent_id, data.name, data.steps,
                                               data.applies_when)
     await record_change(request, memory, agent_id)
@@ -131,7 +122,7 @@ async def get_procedure(
     services: NamedDependency[Services],
 ) -> ProcedureView:
     """One procedure."""
-    agent_id, memory = _agent_memory(request, agent_id, services)
+    agent_id, memory = services.agent_memory(request, agent_id)
     return ProcedureView.of(await memory.procedure(agent_id, procedure_id))
 
 
@@ -143,7 +134,7 @@ async def edit_procedure(
 ) -> ProcedureView:
     """Change a procedure's name, steps or when it applies, in place (a name another of the
     agent's procedures has is a 400)."""
-    agent_id, memory = _agent_memory(request, agent_id, services)
+    agent_id, memory = services.agent_memory(request, agent_id)
     if data.name is None and data.steps is None and data.applies_when is None:
         raise InvalidArgument("send name, steps or applies_when", param="name")
     await memory.edit_procedure(agent_id, procedure_id, name=data.name, steps=data.steps,
@@ -159,7 +150,7 @@ async def delete_procedure(
     services: NamedDependency[Services],
 ) -> ProcedureDeleted:
     """Delete a procedure for good."""
-    agent_id, memory = _agent_memory(request, agent_id, services)
+    agent_id, memory = services.agent_memory(request, agent_id)
     await memory.delete_procedure(agent_id, procedure_id)
     await record_change(request, memory, agent_id)
     return ProcedureDeleted(agent_id, procedure_id, deleted=True)

@@ -3,11 +3,16 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
+
+from litestar import Request
 
 from mnemoproxy.config.settings import Settings
 from mnemoproxy.errors import MemoryDisabled
 from mnemoproxy.gate import ReadPath
 from mnemoproxy.memory import Memory
+from mnemoproxy.proxy.access import authorize
+from mnemoproxy.proxy.ids import normalised_id
 from mnemoproxy.proxy.keys import KeyFile
 from mnemoproxy.proxy.metrics import Metrics
 from mnemoproxy.proxy.upstream import Upstream
@@ -21,6 +26,14 @@ class Services:
     read_path: ReadPath | None = None
     metrics: Metrics = field(default_factory=Metrics)
     keys: KeyFile | None = None  # the inspector's sign-in checks a key typed into it
+
+    def agent_memory(self, request: Request[Any, Any, Any], agent_id: str) -> tuple[str, Memory]:
+        """For a route acting on one agent: its id as the chat route keys it (normalised),
+        once the caller is allowed it, and memory (MemoryDisabled when off)."""
+        agent_id = normalised_id(agent_id)
+        authorize(request, agent_id)
+        memory, _ = self.require_memory()
+        return agent_id, memory
 
     def require_memory(self) -> tuple[Memory, ReadPath]:
         if self.memory is None or self.read_path is None:
