@@ -75,6 +75,14 @@ class EmbeddingSource(Protocol):
 
     async def mark_vectors_reset(self, agent_key: str) -> None: ...
 
+    async def vector_keys(
+        self, agent_id: str, model: str
+    ) -> tuple[int, list[tuple[ItemType, int]]]: ...
+
+    async def embedding_rows(
+        self, agent_id: str, model: str, keys: Sequence[tuple[ItemType, int]]
+    ) -> list[tuple[ItemType, int, np.ndarray]]: ...
+
 
 @dataclass
 class _Loaded:
@@ -242,22 +250,25 @@ class VectorIndexes:
 
     async def _load_shared(self, agent_id: str) -> _Loaded:
         """The agent's index file (when usable) brought up to date from SQLite, else a
-        rebuild; either way with the sequence number it holds every vector up to."""
+        rebuild; either way with the sequence number it holds every vector up to.
+
+        A file is brought up to date rather than rebuilt (a rebuild of 100k vectors takes
+        tens of seconds, and reads of the agent wait for it): the vectors stored after
+        the number its sidecar records are applied, then its items are made the table's,
+        the missing added and the deleted removed. A file without a number (written by a
+        single process) is trusted, as a single process trusts it, to hold the current
+        vector of each item it has."""
         resets, last = await self.source.vector_position(_agent_key(agent_id))
         index, meta = await asyncio.to_thread(self._load_with_meta, agent_id)
         if index is not None:
             saved = meta.get("seq")
-            # A file without one (written by a single process) is trusted as the count
-            # check below trusts it: as holding every vector stored so far.
-            applied = saved if isinstance(saved, int) else last
-            loaded = _Loaded(index, asyncio.Lock(), applied=applied, resets=resets,
+            loaded = _Loaded(index, asyncio.Lock(), applied=saved if isinstance(saved, int)
+                             else last, resets=resets,
                              next_refresh=time.monotonic() + REFRESH_SECONDS)
-            current = await self._apply_changes(agent_id, loaded)
-            expected = await self.source.embedding_count(agent_id, self.model)
-            if current and len(loaded.index) == expected:
-                loaded.dirty = saved != loaded.applied
+            if await self._apply_changes(agent_id, loaded):
+                await self._reconcile(agent_id, loaded)
+                loaded.dirty = loaded.dirty or saved != loaded.applied
                 return loaded
-            log.info("rebuilding vector index of agent %r (%d vectors)", agent_id, expected)
             resets, last = await self.source.vector_position(_agent_key(agent_id))
         items, matrix = await self.source.embedding_matrix(agent_id, self.model, ITEM_TYPES)
         index = self._new_index()
@@ -268,6 +279,29 @@ class VectorIndexes:
         loaded = _Loaded(index, asyncio.Lock(), dirty=bool(items), applied=last, resets=resets,
                          next_refresh=time.monotonic() + REFRESH_SECONDS)
         return loaded
+
+    async def _reconcile(self, agent_id: str, loaded: _Loaded) -> None:
+        """Make the index hold exactly the items the table has vectors for (those missing
+        added with their stored vectors, those deleted removed)."""
+        _, items = await self.source.vector_keys(agent_id, self.model)
+        keys = np.array([vector_key(t, i) for t, i in items], dtype=np.uint64)
+        index = loaded.index
+        held = np.asarray(index.contains(keys), dtype=bool).reshape(len(keys))
+        missing = [item for item, there in zip(items, held.tolist(), strict=True) if not there]
+        extra = np.setdiff1d(np.asarray(index.keys, dtype=np.uint64), keys)
+        if missing:
+            rows = await self.source.embedding_rows(agent_id, self.model, missing)
+            if rows:
+                added = np.array([vector_key(t, i) for t, i, _ in rows], dtype=np.uint64)
+                await asyncio.to_thread(_replace, index, added, np.stack([r[2] for r in rows]))
+        if len(extra):
+            await asyncio.to_thread(index.remove, extra)
+        if missing or len(extra):
+            log.info("vector index of agent %r brought up to date: %d added, %d removed",
+                     agent_id, len(missing), len(extra))
+            loaded.dirty = True
+        # `applied` stays: a vector stored since then for an item the index already held
+        # is applied by the next refresh (re-applying one is harmless).
 
     async def _save_shared(self, agent_id: str, loaded: _Loaded) -> None:
         """Write the index with the sequence number it is current to, unless the agent was

@@ -197,3 +197,28 @@ async def test_another_process_takes_over_when_the_owner_closes(tmp_path: Path) 
         await _eventually(distilled)
     finally:
         await other.close()
+
+
+async def test_a_stale_index_file_is_brought_up_to_date_not_rebuilt(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    alone = await _shared(data, workers=1)  # one process: its file has no sequence number
+    await alone.ingest("agent", "one", [Turn("I keep bees on the roof of my flat.", "Nice!")])
+    await alone.close()
+    shared = await _shared(data)
+    try:
+        await shared.ingest("agent", "two", [Turn("My tortoise is called Gustav.", "Cute.")])
+        assert await _found_by_vectors(shared, "agent", "tortoise called Gustav", "Gustav")
+        assert await _found_by_vectors(shared, "agent", "keep bees on the roof", "bees")
+        assert shared._vectors.rebuilds == 0
+        await shared._vectors.flush()  # the owner's file records its sequence number
+    finally:
+        await shared.close()
+    with sqlite3.connect(data / "memory.db") as db:  # a message deleted behind its back
+        db.execute("DELETE FROM transcript WHERE content LIKE '%Gustav%'")
+    again = await _shared(data)
+    try:
+        assert await again._vectors.size("agent") == _rows(
+            data, "SELECT COUNT(*) FROM embeddings WHERE agent_id = 'agent'")[0][0]
+        assert again._vectors.rebuilds == 0
+    finally:
+        await again.close()

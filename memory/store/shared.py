@@ -55,6 +55,24 @@ class SharedQueries(Database):
 
         return await self._read(read)
 
+    async def vector_keys(
+        self, agent_id: str, model: str
+    ) -> tuple[int, list[tuple[ItemType, int]]]:
+        """(the sequence number of the latest stored vector, the items the agent has a
+        `model` vector for), from one snapshot."""
+        require_agent(agent_id)
+
+        def read(conn: sqlite3.Connection) -> tuple[int, list[tuple[ItemType, int]]]:
+            cursor = conn.cursor()
+            cursor.row_factory = None
+            rows = cursor.execute(
+                "SELECT item_type, item_id FROM embeddings WHERE agent_id = ? AND model = ?",
+                (agent_id, model),
+            ).fetchall()
+            return _last_seq(conn), rows
+
+        return await self._read(read)
+
     async def mark_vectors_reset(self, agent_key: str) -> None:
         """Count a forget of the agent: every process drops its copy of the agent's index."""
         async with self._write() as db:
