@@ -11,9 +11,11 @@ requests sent to the fake upstream directly (bench_proxy.compare: non-streaming 
 and streaming time to first byte, concurrency 1 and 32, interleaved rounds) for
 (a) a prompt whose gate says none and (b) a memory question that injects memory.
 Afterwards: which X-Memory-Section a burst of concurrent memory questions gets back (the
-read path has a deadline), GET /health latency, and the proxy's resident memory (VmRSS,
-VmHWM). The fake upstream echoes the user message, so with memory injected its reply is
-longer than the direct one; that accounts for ~2 ms of the streaming figures.
+read path has a deadline), pass-through requests at concurrency 32 alone and while
+memory questions run (head-of-line blocking), GET /health latency, and the proxy's
+resident memory (VmRSS, VmHWM). The fake upstream echoes the user message, so with memory
+injected its reply is longer than the direct one; that accounts for ~2 ms of the
+streaming figures.
 Wall-clock figures on a shared 2-core machine are noisy.
 
 `--workers 1,2` serves the same seeded data dir with `--workers 1` and then `--workers 2`
@@ -43,7 +45,13 @@ import aiohttp
 import httpx
 
 from mnemoproxy.proxy.workers import WORKER_HEADER_ENV
-from tests.benchmarks.bench_proxy import compare, percentile, print_rows
+from tests.benchmarks.bench_proxy import (
+    compare,
+    measure,
+    percentile,
+    print_rows,
+    proxied_requests,
+)
 from tests.benchmarks.proc import (
     cpu_seconds,
     fake_upstream_process,
@@ -59,6 +67,11 @@ CASES = {
     "memory injected": "What did I tell you about my sister's trip to Lisbon?",
 }
 HEALTH_CALLS = 20
+# Head-of-line blocking: pass-through requests at this concurrency, measured alone and
+# again while this many clients keep asking memory questions of the 100k-item agent.
+PASS_THROUGH_CONCURRENCY = 32
+MEMORY_LOAD_CLIENTS = 4
+HOL_KEY = "pass-through while memory questions run"
 BURST_CONCURRENCY = 32
 BURST_KEY = f"memory injected, X-Memory-Section at concurrency {BURST_CONCURRENCY}"
 
@@ -110,6 +123,52 @@ async def _sections_in_burst(chat_url: str, message: str) -> dict[str, int]:
     return dict(Counter(sections))
 
 
+async def _pass_through_beside_memory(chat_url: str, requests: int) -> dict[str, Any]:
+    """Pass-through latency at PASS_THROUGH_CONCURRENCY, alone and while MEMORY_LOAD_CLIENTS
+    clients keep sending memory questions: what memory reads cost the requests that never
+    touch memory (the read path's CPU shares the event loop with the relay). Alone and
+    loaded alternate over 3 rounds."""
+    body = {"model": "fake-model", "messages": [{"role": "user",
+                                                  "content": CASES["memory injected"]}]}
+    alone: list[float] = []
+    loaded: list[float] = []
+    memory_answers: Counter[str] = Counter()
+    memory_seconds: list[float] = []
+
+    async def ask_memory(session: aiohttp.ClientSession, stop: asyncio.Event) -> None:
+        while not stop.is_set():
+            started = time.perf_counter()
+            async with session.post(chat_url, json=body,
+                                    headers={"X-Agent-Id": AGENT}) as response:
+                await response.read()
+                memory_answers[response.headers.get("X-Memory-Section", "")] += 1
+            memory_seconds.append(time.perf_counter() - started)
+
+    per_round = max(1, requests // 3)
+    for _ in range(3):
+        alone += await measure(chat_url, stream=False, concurrency=PASS_THROUGH_CONCURRENCY,
+                               requests=per_round, headers={})
+        stop = asyncio.Event()
+        async with aiohttp.ClientSession() as session:
+            load = [asyncio.create_task(ask_memory(session, stop))
+                    for _ in range(MEMORY_LOAD_CLIENTS)]
+            await asyncio.sleep(0.2)  # the memory questions are under way first
+            loaded += await measure(chat_url, stream=False,
+                                    concurrency=PASS_THROUGH_CONCURRENCY,
+                                    requests=per_round, headers={})
+            stop.set()
+            await asyncio.gather(*load)
+    return {
+        "alone_p50_ms": 1000 * statistics.median(alone),
+        "alone_p99_ms": 1000 * percentile(alone, 0.99),
+        "loaded_p50_ms": 1000 * statistics.median(loaded),
+        "loaded_p99_ms": 1000 * percentile(loaded, 0.99),
+        "memory_questions": sum(memory_answers.values()),
+        "memory_sections": dict(memory_answers),
+        "memory_p50_ms": 1000 * statistics.median(memory_seconds),
+    }
+
+
 def _health_latency(root: str) -> dict[str, float]:
     timings = []
     with httpx.Client(timeout=30) as client:
@@ -131,6 +190,13 @@ def _summary(figures: dict[str, Any], label: str = "") -> list[dict[str, str]]:
          "value": f"p50 {row['added_p50_ms']:+.1f} ms, p99 {row['added_p99_ms']:+.1f} ms"}
         for case in CASES for row in figures[case]
     ]
+    hol = figures[HOL_KEY]
+    rows.append({"figure": f"pass-through at concurrency {PASS_THROUGH_CONCURRENCY}, alone -> "
+                 f"while {MEMORY_LOAD_CLIENTS} clients ask memory questions, {items}",
+                 "target": "", "value": f"p50 {hol['alone_p50_ms']:.1f} -> "
+                 f"{hol['loaded_p50_ms']:.1f} ms, p99 {hol['alone_p99_ms']:.1f} -> "
+                 f"{hol['loaded_p99_ms']:.1f} ms ({hol['memory_questions']} memory questions, "
+                 f"{hol['memory_sections'].get('error', 0)} past the read deadline)"})
     burst = figures[BURST_KEY]
     rows.append({"figure": f"memory questions at concurrency {BURST_CONCURRENCY} that missed "
                  f"the read deadline (sent without memory), {items}", "target": "0",
@@ -163,9 +229,7 @@ def _measure(upstream: str, data_dir: Path, workers: int, requests: int,
                 headers={"X-Agent-Id": AGENT},
                 message=message,
             )
-            # compare(): 4 cells of 3 rounds, each warming up with min(20, n) requests.
-            per_round = max(1, requests // 3)
-            proxied = 4 * 3 * (per_round + min(20, per_round))
+            proxied = proxied_requests(requests)
             figures[f"{case}, worker CPU ms per request"] = (
                 1000 * (cpu_seconds(pids) - spent) / proxied)
             print_rows(f"{case}, agent with {items:,} items, {workers} workers", rows)
@@ -176,6 +240,9 @@ def _measure(upstream: str, data_dir: Path, workers: int, requests: int,
             _sections_in_burst(root + "/v1/chat/completions", CASES["memory injected"])
         )
         figures[BURST_KEY] = burst
+        hol = asyncio.run(_pass_through_beside_memory(root + "/v1/chat/completions", requests))
+        figures[HOL_KEY] = hol
+        print(f"[memory proxy, {workers} workers] {HOL_KEY}: {hol}", flush=True)
         figures["health"] = _health_latency(root)
         figures["rss_after_runs"] = resident_mib_of(worker_pids(proc.pid))
     figures["decisions"] = decisions

@@ -4,7 +4,11 @@
 
 Both run as separate processes on loopback; one client process alternates between the
 two targets in the same run, so machine noise hits both alike. Reports p50/p99 latency
-(non-streaming) and time to first byte (streaming) at concurrency 1 and 32.
+(non-streaming) and time to first byte (streaming) at concurrency 1 and 32, requests per
+second, and the CPU the proxy process spends per relayed request: on a 2-core machine
+the client and the fake upstream take their share of the cores too, so the measured
+requests per second at concurrency 32 is a floor; one second of CPU divided by the CPU per
+request is what one worker serves with a core to itself.
 """
 
 from __future__ import annotations
@@ -20,7 +24,7 @@ from typing import Any
 
 import aiohttp
 
-from tests.benchmarks.proc import fake_upstream_process, proxy_process
+from tests.benchmarks.proc import cpu_seconds, fake_upstream_process, running_proxy
 
 DEFAULT_MESSAGE = "What is the capital of France?"
 
@@ -85,6 +89,13 @@ _WALL: list[tuple[int, float]] = []
 
 def _per_second(runs: list[tuple[int, float]]) -> float:
     return sum(n for n, _ in runs) / max(1e-9, sum(seconds for _, seconds in runs))
+
+
+def proxied_requests(requests: int) -> int:
+    """How many requests compare(requests=...) sends to the proxy: 4 cells of 3 rounds, each
+    round warming up with min(20, n) requests before its n."""
+    per_round = max(1, requests // 3)
+    return 4 * 3 * (per_round + min(20, per_round))
 
 
 def compare(
@@ -160,6 +171,27 @@ def print_rows(title: str, rows: list[dict[str, Any]]) -> None:
         )
 
 
+TARGETS = {  # (mode, concurrency) -> (figure, target)
+    ("non-stream", 1): "added p50 <= 0.5 ms, p99 <= 1.5 ms",
+    ("stream TTFB", 1): "added p50 <= 0.7 ms",
+}
+
+
+def summary(rows: list[dict[str, Any]], cpu_ms: float) -> list[dict[str, str]]:
+    out = [
+        {"figure": f"pass-through adds, {r['mode']}, concurrency {r['concurrency']}",
+         "target": TARGETS.get((r["mode"], r["concurrency"]), ""),
+         "value": f"p50 {r['added_p50_ms']:+.2f} ms, p99 {r['added_p99_ms']:+.2f} ms "
+                  f"({r['proxy_per_second']:,.0f} requests/s proxied, "
+                  f"{r['direct_per_second']:,.0f}/s direct)"}
+        for r in rows
+    ]
+    out.append({"figure": "proxy CPU per relayed request (all cells); requests/s one worker "
+                "serves with a core to itself", "target": ">= 2,000 requests/s per worker",
+                "value": f"{cpu_ms:.3f} ms; {1000 / cpu_ms:,.0f} requests/s"})
+    return out
+
+
 def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--requests", type=int, default=600)
@@ -167,15 +199,20 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     with (
         tempfile.TemporaryDirectory() as tmp,
         fake_upstream_process() as upstream,
-        proxy_process(upstream, Path(tmp) / "data") as proxy,
+        running_proxy(upstream, Path(tmp) / "data") as (proxy, proc),
     ):
+        spent = cpu_seconds([proc.pid])
         rows = compare(
             upstream + "/chat/completions",
             proxy + "/v1/chat/completions",
             requests=args.requests,
         )
+        cpu_ms = 1000 * (cpu_seconds([proc.pid]) - spent) / proxied_requests(args.requests)
     print_rows("pass-through (no X-Agent-Id)", rows)
-    return {"pass_through": rows}
+    print(f"proxy CPU per relayed request: {cpu_ms:.3f} ms "
+          f"({1000 / cpu_ms:,.0f} requests/s for one worker with a core to itself)")
+    return {"pass_through": rows, "proxy_cpu_ms_per_request": cpu_ms,
+            "summary": summary(rows, cpu_ms)}
 
 
 if __name__ == "__main__":
