@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
-from contextlib import AsyncExitStack, asynccontextmanager
+from contextlib import asynccontextmanager
 from importlib.metadata import version
 from typing import Any
 
@@ -35,7 +35,7 @@ from mnemoproxy.proxy.errors import EXCEPTION_HANDLERS
 from mnemoproxy.proxy.fast_relay import FastRelay
 from mnemoproxy.proxy.inspector import INSPECTOR_ROUTES, answer_inspector_in_html
 from mnemoproxy.proxy.keys import KeyFile, keys_path
-from mnemoproxy.proxy.mcp_server import build_mcp, http_app
+from mnemoproxy.proxy.mcp_endpoint import LazyMcpEndpoint
 from mnemoproxy.proxy.memory_api import MEMORY_ROUTES, TYPE_DECODERS
 from mnemoproxy.proxy.metrics import CONTENT_TYPE, Metrics
 from mnemoproxy.proxy.openapi import DescribedStructs
@@ -93,14 +93,13 @@ def create_app(
     require_keys_off_loopback(settings, keys)
     counters = Metrics()
     opened: dict[str, Memory] = {}
-    mcp = build_mcp(lambda: opened["memory"]) if settings.enabled else None
-    mcp_app = http_app(mcp) if mcp is not None else None
+    mcp = LazyMcpEndpoint(lambda: opened["memory"]) if settings.enabled else None
 
     @asgi("/mcp", is_mount=True, copy_scope=True)
     async def mcp_route(scope: Scope, receive: Receive, send: Send) -> None:
-        if mcp_app is None:
+        if mcp is None:
             raise MemoryDisabled("memory is disabled on this proxy; start it with enabled = true")
-        await mcp_app(scope, receive, send)
+        await mcp(scope, receive, send)
 
     @asynccontextmanager
     async def lifespan(app: Litestar) -> AsyncIterator[None]:
@@ -112,11 +111,10 @@ def create_app(
             opened["memory"] = memory
         app.state.services = Services(settings, client, memory, read_path, counters, keys)
         try:
-            async with AsyncExitStack() as stack:
-                if mcp is not None:
-                    await stack.enter_async_context(mcp.session_manager.run())
-                yield
+            yield
         finally:
+            if mcp is not None:
+                await mcp.aclose()
             if memory is not None:
                 await memory.close()
             if upstream is None:

@@ -4,7 +4,9 @@ its keys, and `mnemoproxy mcp` over stdio."""
 from __future__ import annotations
 
 import json
+import subprocess
 import sys
+from pathlib import Path
 
 import httpx
 import pytest
@@ -15,6 +17,8 @@ from mcp.client.streamable_http import streamable_http_client
 from mnemoproxy.proxy.keys import KeyFile
 from tests.memory_client import memory_settings
 from tests.proxy_server import ProxyServer
+
+ROOT = Path(__file__).resolve().parents[1]
 
 
 async def use_tools(session: ClientSession) -> None:
@@ -57,3 +61,32 @@ async def test_mcp_over_stdio(tmp_path):
         env={"MNEMO_EMBEDDING_BACKEND": "hashing"})
     async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
         await use_tools(session)
+
+
+def test_the_mcp_sdk_is_loaded_by_the_first_mcp_request_only(tmp_path):
+    """A proxy nobody calls over MCP never imports the SDK (~30 MiB of private memory);
+    concurrent first requests start it once and are all answered."""
+    script = """
+import sys
+from concurrent.futures import ThreadPoolExecutor
+from litestar.testing import TestClient
+from mnemoproxy.proxy.app import create_app
+from types import SimpleNamespace
+from tests.memory_client import memory_settings
+unreachable = SimpleNamespace(base_url="http://127.0.0.1:9/v1")  # no chat is made here
+app = create_app(memory_settings(unreachable, __import__("pathlib").Path(sys.argv[1])))
+with TestClient(app, base_url="http://127.0.0.1") as client:
+    assert client.get("/health").status_code == 200
+    assert "mcp" not in sys.modules, "imported before any /mcp request"
+    call = {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}
+    headers = {"Accept": "application/json, text/event-stream"}
+    with ThreadPoolExecutor(4) as pool:
+        answers = list(pool.map(lambda _: client.post("/mcp/", json=call, headers=headers),
+                                range(4)))
+    assert [a.status_code for a in answers] == [200] * 4, [a.text[:200] for a in answers]
+    assert all("search_memory" in a.text for a in answers)
+    assert "mcp" in sys.modules
+"""
+    done = subprocess.run([sys.executable, "-c", script, str(tmp_path)], cwd=ROOT,
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
