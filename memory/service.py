@@ -107,9 +107,10 @@ class Memory:
         )
         self._worker = EmbeddingWorker(store, embedder, self._vectors)
         self._retriever = Retriever(store, self._vectors, embedder)
+        self._distiller = make_distiller(settings, distiller_core)
         self._writer = WritePath(
             store,
-            make_distiller(settings, distiller_core),
+            self._distiller,
             debounce_seconds=settings.summary_debounce_seconds,
             max_attempts=settings.distill_max_attempts,
             identity_max_facts=settings.identity_max_facts,
@@ -158,6 +159,7 @@ class Memory:
         if background and settings.workers > 1:
             await memory._share_background()
         elif background:
+            memory._start_distiller()
             memory._worker.start()
             await memory._writer.start()
             memory._start_consolidation()
@@ -169,6 +171,7 @@ class Memory:
         self._writer.scheduler.standby = True
 
         async def become_owner() -> None:
+            self._start_distiller()
             self._vectors.saving = True
             self._writer.scheduler.standby = False
             self._worker.wake_seconds = QUEUE_POLL_SECONDS
@@ -179,6 +182,12 @@ class Memory:
         lock = OwnerLock(Path(self.settings.data_dir) / OWNER_FILE)
         self._ownership = Ownership(lock, become_owner, self._writer.notice_pending)
         await self._ownership.start()
+
+    def _start_distiller(self) -> None:
+        """The rule distiller's process is started with the background work, not by the
+        first session (which would wait a second for it)."""
+        if isinstance(self._distiller, RuleDistiller):
+            self._distiller.start()
 
     async def close(self) -> None:
         """Stop the schedule, let running work finish (briefly), distil what is pending,

@@ -5,30 +5,32 @@ Only the user's words yield facts about the user; the assistant's replies feed t
 episode's topics. Procedures (rules/procedures.py) come from either side: the user teaching
 one, or the assistant's steps in answer to a how-to question. Public surface:
 
-- `RuleDistiller().distill(session)`: the Distiller protocol.
+- `RuleDistiller().distill(session)`: the Distiller protocol (`start()` readies its
+  process ahead of the first session).
 - `extract_facts(text, when=...)`: the facts stated in one user message.
 - `slot_of(statement)`: the slot a fact statement occupies, whichever distiller wrote it,
   so the store can tell a restatement (same slot, same content) from a contradiction.
-- `assign_slots(drafts)`: `slot_of` for every draft without a slot, off the event loop.
+- `assign_slots(drafts)`: `slot_of` for every draft without a slot, in the rules' process.
 
-spaCy's pipeline and matchers are shared and not thread-safe, and a 50-turn session takes
-tens of milliseconds: all rule work runs on one dedicated thread, never on the event loop.
+spaCy's pipeline and matchers are not thread-safe, and a 50-turn session takes tens of
+milliseconds: the proxy's rule work (sessions, slots of the core model's drafts) runs in
+the rules' own process (rules/process.py), one call at a time, beside the proxy rather
+than under its GIL and never on the event loop.
 """
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
 from datetime import date, datetime
 
 from mnemoproxy.memory.distill.rules.episode import build_episode
 from mnemoproxy.memory.distill.rules.facts import FoundFact, find_facts, slot_for_statement
 from mnemoproxy.memory.distill.rules.procedures import find_procedures
+from mnemoproxy.memory.distill.rules.process import RulesProcess
 from mnemoproxy.memory.distill.rules.text import parse
 from mnemoproxy.memory.models import Distillation, EpisodeDraft, FactDraft, SessionInput
 
-_RULES_THREAD = ThreadPoolExecutor(max_workers=1, thread_name_prefix="rules")
+RULES_PROCESS = RulesProcess()
 
 
 def _day(moment: datetime | None) -> date | None:
@@ -45,6 +47,10 @@ def slot_of(fact_text: str) -> str | None:
     """The slot of a statement such as "User lives in Paris" or "I live in Paris"
     ("identity:location"); None when it names no slot the rules know."""
     return slot_for_statement(fact_text)
+
+
+def slots_of(statements: Sequence[str]) -> list[str | None]:
+    return [slot_for_statement(statement) for statement in statements]
 
 
 def _latest_per_slot(found: list[FoundFact]) -> list[FactDraft]:
@@ -79,11 +85,15 @@ def distill_session(session: SessionInput) -> Distillation:
 
 
 class RuleDistiller:
-    """A Distiller that needs no model: spaCy rules over the session's words."""
+    """A Distiller that needs no model: spaCy rules over the session's words, applied in
+    the rules' process."""
+
+    def start(self) -> None:
+        """Get the rules' process ready now, so the first session does not wait for it."""
+        RULES_PROCESS.start()
 
     async def distill(self, session: SessionInput) -> Distillation:
-        loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(_RULES_THREAD, distill_session, session)
+        return await RULES_PROCESS.run(distill_session, session)
 
 
 async def assign_slots(drafts: Sequence[FactDraft]) -> None:
@@ -91,8 +101,6 @@ async def assign_slots(drafts: Sequence[FactDraft]) -> None:
     missing = [d for d in drafts if d.slot is None]
     if not missing:
         return
-    slots = await asyncio.get_running_loop().run_in_executor(
-        _RULES_THREAD, lambda: [slot_of(d.content) for d in missing]
-    )
+    slots = await RULES_PROCESS.run(slots_of, [d.content for d in missing])
     for draft, slot in zip(missing, slots, strict=True):
         draft.slot = slot

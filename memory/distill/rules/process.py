@@ -1,0 +1,173 @@
+"""The rule distiller's own process: a session's rule work is about half the CPU an ingest
+costs, and under the proxy's GIL it would leave a second core idle, so it runs beside the
+proxy in one child process instead (sessions pickled in, drafts pickled out).
+
+One child per proxy process, shared by everything in it (every Memory a test opens), made
+on first use or by `start()`: a fresh interpreter (`serve_parent`) that imports the rules
+and nothing of the proxy or of whatever script runs it,
+and inherits none of its threads, sockets or file locks (data_dir's owner lock stays the
+parent's alone). Calls go one at a time over a pair of pipes, from one thread of the
+parent that waits without holding the GIL.
+
+The child builds spaCy's pipeline and matchers before its first session. It ignores the
+terminal's and the service manager's stop signals (a shutdown distils what is pending
+before its process exits) and exits when its pipe closes: when its parent exits or dies,
+kill -9 included. A child that dies (killed, out of memory, a crash in native code) is
+replaced: the call it held is tried once more in a new one, and a call that kills that one
+too raises RulesProcessDied, a distiller failure like any other (the write path retries the
+session with backoff, then dead-letters it).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import pickle
+import signal
+import subprocess
+import sys
+from collections.abc import Callable, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
+from multiprocessing.connection import Connection
+from typing import Any, TypeVar
+
+log = logging.getLogger("mnemoproxy.write")
+
+_R = TypeVar("_R")
+# A child that died on a call gets one replacement for it: a call that kills two in a row
+# is the cause, not a bystander.
+ATTEMPTS = 2
+STOP_SECONDS = 10.0
+_CHILD_MAIN = f"from {__name__} import serve_parent; serve_parent()"
+
+
+class RulesProcessDied(RuntimeError):
+    """The rules' process died while it held a call, twice in a row."""
+
+
+class _Child:
+    """One running child and the parent's ends of its pipes."""
+
+    def __init__(self) -> None:
+        to_child_read, to_child_write = os.pipe()
+        from_child_read, from_child_write = os.pipe()
+        try:
+            self.process = subprocess.Popen(
+                [sys.executable, "-c", _CHILD_MAIN, str(to_child_read), str(from_child_write)],
+                pass_fds=(to_child_read, from_child_write),
+                stdin=subprocess.DEVNULL,
+            )
+        finally:
+            os.close(to_child_read)
+            os.close(from_child_write)
+        self._requests = Connection(to_child_write, readable=False)
+        self._replies = Connection(from_child_read, writable=False)
+
+    def call(self, function: Callable[..., Any], args: Sequence[object]) -> Any:
+        """The function's result, or the exception it raised, raised here. EOFError or
+        OSError when the child is gone."""
+        self._requests.send((function, tuple(args)))
+        ok, value = self._replies.recv()
+        if not ok:
+            raise value
+        return value
+
+    def close(self, seconds: float) -> None:
+        """Close its pipe (the child exits once its call is done) and reap it."""
+        self._requests.close()
+        self._replies.close()
+        try:
+            self.process.wait(seconds)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+
+
+class RulesProcess:
+    """Runs functions of the rules in the child process, starting (or replacing) it as
+    needed. `run` is awaited from an event loop; the child is touched by one thread only."""
+
+    def __init__(self) -> None:
+        self._thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="rules-process")
+        self._child: _Child | None = None
+
+    @property
+    def pid(self) -> int | None:
+        """The running child's process id (None before the first call)."""
+        child = self._child
+        return child.process.pid if child is not None else None
+
+    def start(self) -> None:
+        """Start the child now (it gets ready in the background), so the first session
+        does not wait for it."""
+        self._thread.submit(self._call, _ready, ()).add_done_callback(_log_failure)
+
+    async def run(self, function: Callable[..., _R], *args: object) -> _R:
+        loop = asyncio.get_running_loop()
+        result: _R = await loop.run_in_executor(self._thread, self._call, function, args)
+        return result
+
+    def stop(self) -> None:
+        """End the child after the calls already asked of it (the next call starts
+        another)."""
+        self._thread.submit(self._close).result()
+
+    def _call(self, function: Callable[..., _R], args: Sequence[object]) -> _R:
+        for attempt in range(1, ATTEMPTS + 1):
+            if self._child is None:
+                self._child = _Child()
+            try:
+                result: _R = self._child.call(function, args)
+                return result
+            except (EOFError, OSError) as exc:
+                code = self._child.process.poll()
+                self._close()
+                if attempt == ATTEMPTS:
+                    raise RulesProcessDied(
+                        f"the rule distiller's process died twice on one call ({exc!r}, "
+                        f"exit status {code})"
+                    ) from exc
+                log.warning("the rule distiller's process died (exit status %s); "
+                            "starting another", code)
+        raise AssertionError("unreachable")
+
+    def _close(self) -> None:
+        child, self._child = self._child, None
+        if child is not None:
+            child.close(STOP_SECONDS)
+
+
+def _log_failure(future: Future[None]) -> None:
+    if not future.cancelled() and future.exception() is not None:
+        log.warning("starting the rule distiller's process failed: %r", future.exception())
+
+
+def _ready() -> None:
+    """Builds the pipeline and the matchers (a second of work, once per process)."""
+    from mnemoproxy.memory.distill.rules import distill_session
+    from mnemoproxy.memory.models import SessionInput, Turn
+
+    distill_session(SessionInput("", "", [Turn("I live in Paris and I love tea.", "Noted.")]))
+
+
+def serve_parent() -> None:
+    """The child's main: one call at a time until the parent closes the pipe."""
+    requests = Connection(int(sys.argv[1]), writable=False)
+    replies = Connection(int(sys.argv[2]), readable=False)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    _ready()
+    while True:
+        try:
+            function, args = requests.recv()
+        except EOFError:
+            return
+        try:
+            reply: tuple[bool, object] = (True, function(*args))
+        except Exception as exc:
+            reply = (False, exc)
+        try:
+            replies.send(reply)
+        except (pickle.PicklingError, TypeError, AttributeError):
+            replies.send((False, RuntimeError(repr(reply[1]))))
