@@ -114,6 +114,10 @@ def serve(settings: Settings) -> None:
         "log_level": settings.log_level,
         "log_config": None,  # uvicorn's records go through the handler configured above
         "access_log": False,
+        # Clients talk to the proxy directly and nothing reads their address: uvicorn's
+        # X-Forwarded-* rewriting (on by default, trusting loopback) would only cost a
+        # layer per request and let any local client name another address.
+        "proxy_headers": False,
         "timeout_graceful_shutdown": 15,
     }
     if settings.workers > 1:  # several processes on the one port (proxy/workers.py)
