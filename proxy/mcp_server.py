@@ -34,8 +34,9 @@ def build_mcp(memory: Callable[[], Memory]) -> MCPServer:
     async def search_memory(
         agent_id: str, query: str, scope: str | None = None, top_k: int = 10
     ) -> list[dict[str, Any]]:
-        """Search an agent's memory (facts, episodes, verbatim messages); scope: pinned,
-        identity, episodes or transcript. Best matches first, with their dates."""
+        """Search an agent's memory (facts, episodes, verbatim messages, documents); scope:
+        pinned, identity, episodes, transcript or documents. Best matches first, with their
+        dates."""
         if scope is not None and scope not in SCOPES:
             raise ValueError(f"scope is one of {sorted(SCOPES)}")
         results = await memory().search(

@@ -78,7 +78,7 @@ MAX_RESULT_CHARS = 1000
 # relayed as it comes, unread.
 WHOLE_REPLY_LIMIT = 32_000_000
 TOOL_HEADER = "X-Memory-Tool"
-_TOOL_SCOPES = ("pinned", "identity", "episodes", "transcript")
+_TOOL_SCOPES = ("pinned", "identity", "episodes", "transcript", "documents")
 
 TOOL: dict[str, Any] = {
     "type": "function",
@@ -102,8 +102,8 @@ TOOL: dict[str, Any] = {
                     "enum": list(_TOOL_SCOPES),
                     "description": (
                         "Optional: only facts (pinned, identity facts included), only "
-                        "identity facts, only conversation summaries (episodes) or only "
-                        "verbatim messages (transcript)."
+                        "identity facts, only conversation summaries (episodes), only "
+                        "verbatim messages (transcript) or only uploaded documents."
                     ),
                 },
             },

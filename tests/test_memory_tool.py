@@ -466,3 +466,17 @@ def test_names_sent_in_pieces_are_told_apart(tool_proxy: ProxyServer,
         "name": "search_web", "arguments": '{"q": "news"}'}}]
     assert reply["finish_reason"] == "tool_calls"
     assert len(chats(fake_upstream)) == 1
+
+
+def test_the_tool_searches_uploaded_documents(tool_proxy: ProxyServer,
+                                              fake_upstream: FakeUpstream):
+    manual = b"# Kettle\n\nDescale the kettle every 6 weeks with citric acid."
+    httpx.post(f"{tool_proxy.url}/agents/alice/documents",
+               files={"file": ("kettle.md", manual, "text/markdown")}).raise_for_status()
+    seed(tool_proxy, "alice", "I descale things with vinegar, by the way.")
+    fake_upstream.tool_call("search_memory", {"query": "descale kettle", "scope": "documents"})
+    fake_upstream.answer_tool_result()
+    ask(tool_proxy, "alice", "hi", stream=False)
+    found = tool_result(chats(fake_upstream)[1])["results"]
+    assert found and {item["kind"] for item in found} == {"document"}
+    assert "citric acid" in found[0]["text"]
