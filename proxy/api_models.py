@@ -163,6 +163,8 @@ class Imported(msgspec.Struct):
     facts: int
     episodes: int
     entities: int
+    documents: int
+    procedures: int
 
 
 class ImportReport(msgspec.Struct):

@@ -33,9 +33,15 @@ def test_an_export_imports_exactly_and_twice_adds_nothing(fake_upstream, tmp_pat
                 "session_date": "2024-05-0" + conversation[-1],
                 "turns": [{"user": text, "assistant": "Noted."}]})
             assert response.status_code == 200, response.text
+        manual = b"# Kettle\n\nDescale the kettle every 6 weeks with citric acid."
+        httpx.post(f"{server.url}/agents/dana/documents", files={
+            "file": ("kettle.md", manual, "text/markdown")}).raise_for_status()
+        httpx.post(f"{server.url}/agents/dana/procedures", json={
+            "name": "Weekly backup", "steps": ["Plug in the disk", "Run the backup script"]},
+        ).raise_for_status()
         records = export(server, "dana")
         kinds = {r["type"] for r in records}
-        assert kinds >= {"agent", "session", "fact", "episode"}
+        assert kinds >= {"agent", "session", "fact", "episode", "document", "procedure"}
         assert any(r["type"] == "fact" and r["superseded_by"] for r in records)  # history
 
         first = import_(server, "copy", records)
@@ -50,6 +56,13 @@ def test_an_export_imports_exactly_and_twice_adds_nothing(fake_upstream, tmp_pat
             "agent_id": "copy", "query": "where do I live", "scope": "transcript"}
         ).json()["results"])
         assert any("Paris" in r["text"] for r in found)
+        documents = wait_for(lambda: httpx.post(server.url + "/memory/search", json={
+            "agent_id": "copy", "query": "descale the kettle", "scope": "documents"}
+        ).json()["results"])
+        assert "citric acid" in documents[0]["text"]
+        procedures = httpx.get(f"{server.url}/agents/copy/procedures").json()
+        assert [p["steps"] for p in procedures["procedures"]] == [
+            ["Plug in the disk", "Run the backup script"]]
         client = sdk(server, "copy", "s9")
         client.chat.completions.create(
             model="m", messages=[{"role": "user", "content": "Where do I live now?"}])
@@ -72,7 +85,18 @@ def test_bad_imports_are_refused_clearly_and_change_nothing(memory_proxy):
                         (b'{"type": "episode", "summary": "s", "created_at": 1, "topics": 5}\n',
                          "topics"),
                         (b'{"type": "session", "key": "s", "started_at": 1, "messages": 5}\n',
-                         "messages")):
+                         "messages"),
+                        (b'{"type": "document", "title": "t", "media_type": "text/plain", '
+                         b'"created_at": 1, "chunks": [{"position": 0, "created_at": 1}]}\n',
+                         "content"),
+                        (b'{"type": "document", "title": "t", "media_type": "text/plain", '
+                         b'"created_at": 1, "chunks": [{"position": 0, "content": "a", '
+                         b'"created_at": 1}, {"position": 0, "content": "b", '
+                         b'"created_at": 1}]}\n', "position"),
+                        (b'{"type": "procedure", "name": "n", "steps": [], "created_at": 1, '
+                         b'"updated_at": 1}\n', "steps"),
+                        (b'{"type": "chunk", "position": 0, "content": "a", '
+                         b'"created_at": 1}\n', "type")):
         response = httpx.post(f"{memory_proxy.url}/agents/x/import", content=body,
                               headers={"Content-Type": "application/x-ndjson"})
         assert response.status_code == 400, body

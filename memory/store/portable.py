@@ -1,14 +1,16 @@
 """Store SQL for carrying an agent's memory out and back in: JSON Lines records.
 
 One record per line, each with its `type`: the agent, its sessions (each with its verbatim
-messages), facts (current and history, soft-deleted ones too), episodes and entities.
+messages), facts (current and history, soft-deleted ones too), episodes, entities,
+documents (each with its chunks) and procedures.
 Vectors are not carried: they are derived, and the embedding worker rebuilds them. Row ids
 never leave the store: a fact is referred to by its position among the agent's facts
 (`ref`), a session by its key, so exporting an import gives the same lines again.
 
 Importing merges: sessions by key, messages by (session, turn, role), facts by (kind,
-content, valid_from), episodes by (session, summary, created_at), entities by name; what
-is already there is kept, so importing the same file twice adds nothing.
+content, valid_from), episodes by (session, summary, created_at), entities by name,
+documents by (title, created_at), procedures by name; what is already there is kept, so
+importing the same file twice adds nothing.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from typing import Any
 
 from mnemoproxy.errors import InvalidArgument
 from mnemoproxy.memory.store.db import Database, require_agent
+from mnemoproxy.memory.store.procedures import name_key
 
 _FACT_COLUMNS = ("kind", "slot", "content", "tags_json", "salience", "source_count",
                  "use_count", "last_used", "valid_from", "valid_to", "created_at",
@@ -28,6 +31,9 @@ _EPISODE_COLUMNS = ("summary", "topics_json", "entities_json", "decisions_json",
                     "action_items_json", "salience", "started_at", "ended_at", "created_at",
                     "use_count", "last_used", "deleted_at")
 _ENTITY_COLUMNS = ("name", "mention_count", "first_seen", "last_seen")
+_DOCUMENT_COLUMNS = ("title", "source", "media_type", "size_bytes", "created_at")
+_CHUNK_COLUMNS = ("position", "title", "heading", "page", "content", "created_at")
+_PROCEDURE_COLUMNS = ("name", "applies_when", "steps_json", "created_at", "updated_at")
 
 
 class PortableQueries(Database):
@@ -77,6 +83,22 @@ class PortableQueries(Database):
                 "ORDER BY name", (agent_id,)
             ).fetchall():
                 out.append({"type": "entity", **_columns(_ENTITY_COLUMNS, row)})
+            for row in conn.execute(
+                f"SELECT id, {', '.join(_DOCUMENT_COLUMNS)} FROM documents WHERE agent_id = ? "
+                "ORDER BY id", (agent_id,)
+            ).fetchall():
+                chunks = [_columns(_CHUNK_COLUMNS, chunk) for chunk in conn.execute(
+                    f"SELECT {', '.join(_CHUNK_COLUMNS)} FROM document_chunks "
+                    "WHERE agent_id = ? AND document_id = ? ORDER BY position",
+                    (agent_id, row[0]))]
+                out.append({"type": "document", **_columns(_DOCUMENT_COLUMNS, row[1:]),
+                            "chunks": chunks})
+            for row in conn.execute(
+                f"SELECT source_session_id, {', '.join(_PROCEDURE_COLUMNS)} FROM procedures "
+                "WHERE agent_id = ? ORDER BY id", (agent_id,)
+            ).fetchall():
+                out.append({"type": "procedure", "session": keys.get(row[0]),
+                            **_columns(_PROCEDURE_COLUMNS, row[1:])})
             return out
 
         return await self._read(read)
@@ -87,11 +109,12 @@ class PortableQueries(Database):
         """Merge exported records into the agent (created when new), in one transaction.
         Returns how many of each kind were added."""
         require_agent(agent_id)
-        added = {"sessions": 0, "messages": 0, "facts": 0, "episodes": 0, "entities": 0}
+        added = {"sessions": 0, "messages": 0, "facts": 0, "episodes": 0, "entities": 0,
+                 "documents": 0, "procedures": 0}
         by_type: dict[str, list[dict[str, Any]]] = {}
         for record in records:
             by_type.setdefault(str(record.get("type")), []).append(record)
-        unknown = set(by_type) - set(_FIELDS) | ({"message"} & set(by_type))
+        unknown = set(by_type) - set(_FIELDS) | ({"message", "chunk"} & set(by_type))
         if unknown:
             raise InvalidArgument(f"unknown record type {sorted(unknown)[0]!r}", param="type")
         by_type = {kind: [_clean(kind, n, record) for n, record in enumerate(given)]
@@ -179,11 +202,40 @@ class PortableQueries(Database):
                         "last_seen = MAX(last_seen, excluded.last_seen)",
                         (agent_id, entity["name"], entity.get("mention_count") or 0,
                          entity["first_seen"], entity["last_seen"]))
+                for d in by_type.get("document", []):
+                    cursor = await db.execute(
+                        "SELECT 1 FROM documents WHERE agent_id = ? AND title = ? "
+                        "AND created_at = ?", (agent_id, d["title"], d["created_at"]))
+                    if await cursor.fetchone() is not None:
+                        continue
+                    cursor = await db.execute(
+                        f"INSERT INTO documents (agent_id, chunk_count, "
+                        f"{', '.join(_DOCUMENT_COLUMNS)}) VALUES (?, ?, "
+                        f"{', '.join('?' * len(_DOCUMENT_COLUMNS))}) RETURNING id",
+                        (agent_id, len(d["chunks"]), *_values(_DOCUMENT_COLUMNS, d)))
+                    row = await cursor.fetchone()
+                    assert row is not None
+                    await db.executemany(
+                        f"INSERT INTO document_chunks (agent_id, document_id, "
+                        f"{', '.join(_CHUNK_COLUMNS)}) VALUES (?, ?, "
+                        f"{', '.join('?' * len(_CHUNK_COLUMNS))})",
+                        [(agent_id, row[0], *_values(_CHUNK_COLUMNS, c)) for c in d["chunks"]])
+                    added["documents"] += 1
+                for procedure in by_type.get("procedure", []):
+                    cursor = await db.execute(
+                        f"INSERT INTO procedures (agent_id, name_key, source_session_id, "
+                        f"{', '.join(_PROCEDURE_COLUMNS)}) VALUES (?, ?, ?, "
+                        f"{', '.join('?' * len(_PROCEDURE_COLUMNS))}) "
+                        "ON CONFLICT (agent_id, name_key) DO NOTHING",
+                        (agent_id, name_key(procedure["name"]),
+                         sessions.get(procedure.get("session") or ""),
+                         *_values(_PROCEDURE_COLUMNS, procedure)))
+                    added["procedures"] += max(cursor.rowcount, 0)
         except (KeyError, TypeError, ValueError) as exc:
             raise InvalidArgument(
                 f"an import record is missing or has a bad field: {exc!r}; import what "
                 "GET /agents/{id}/export wrote", param="records") from exc
-        if added["messages"] or added["facts"] or added["episodes"]:
+        if added["messages"] or added["facts"] or added["episodes"] or added["documents"]:
             self.content_changed.set()
         return added
 
@@ -219,6 +271,15 @@ _FIELDS: dict[str, dict[str, tuple[str, bool, Any]]] = {
                 "session": ("text", False, None)},
     "entity": {"name": ("key", True, None), "mention_count": ("count", False, 0),
                "first_seen": ("time", True, None), "last_seen": ("time", True, None)},
+    "document": {"title": ("key", True, None), "source": ("text", False, ""),
+                 "media_type": ("key", True, None), "size_bytes": ("count", False, 0),
+                 "created_at": ("time", True, None), "chunks": ("chunks", True, None)},
+    "chunk": {"position": ("count", True, None), "title": ("text", False, ""),
+              "heading": ("text", False, ""), "page": ("count", False, None),
+              "content": ("key", True, None), "created_at": ("time", True, None)},
+    "procedure": {"name": ("key", True, None), "applies_when": ("text", False, ""),
+                  "steps": ("steps", True, None), "created_at": ("time", True, None),
+                  "updated_at": ("time", True, None), "session": ("text", False, None)},
 }
 
 
@@ -241,7 +302,10 @@ def _valid(kind: str, value: Any) -> bool:
         return value in ("user", "assistant")
     if kind == "kind":
         return value in ("pinned", "identity")
-    return isinstance(value, list)  # messages: each checked on its own
+    if kind == "steps":
+        return (isinstance(value, list) and bool(value)
+                and all(isinstance(v, str) and v.strip() for v in value))
+    return isinstance(value, list)  # messages, chunks: each checked on its own
 
 
 def _clean(kind: str, n: int, record: Any) -> dict[str, Any]:
@@ -264,6 +328,11 @@ def _clean(kind: str, n: int, record: Any) -> dict[str, Any]:
     if kind == "session":
         clean["messages"] = [_clean("message", m, message)
                              for m, message in enumerate(clean["messages"])]
+    if kind == "document":
+        clean["chunks"] = [_clean("chunk", c, chunk) for c, chunk in enumerate(clean["chunks"])]
+        if len({c["position"] for c in clean["chunks"]}) < len(clean["chunks"]):
+            raise InvalidArgument(f"document record {n}: two chunks share a position",
+                                  param="position")
     return clean
 
 
