@@ -150,7 +150,7 @@ class EmbeddingWorker:
         matrix = await self.embedder.embed(texts)
         matrix = np.asarray(matrix, dtype="<f4")
         # Index first, SQLite second: if the process dies in between, the index holds more
-        # vectors than the table, and the count check at the next load rebuilds it.
+        # vectors than the table, and the count check at the next load removes the extra ones.
         by_agent: dict[str, list[int]] = defaultdict(list)
         for position, item in enumerate(items):
             by_agent[item.agent_id].append(position)

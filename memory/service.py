@@ -475,8 +475,7 @@ class Memory:
             forgotten = await self.store.forget_session(agent_id, session_id)
         if forgotten is None:
             raise NotFound(f"agent {agent_id!r} has no session {session_id}", param="session_id")
-        # The agent's index holds vectors of deleted items: rebuilt from what remains.
-        await self._vectors.forget(agent_id)
+        await self._vectors.drop_deleted(agent_id)
         self.store.drop_cached_entities(agent_id)
         return forgotten
 
@@ -655,10 +654,7 @@ class Memory:
             raise NotFound(f"agent {agent_id!r} has no document {document_id}",
                            param="document_id")
         self._with_documents.pop(agent_id, None)
-        # The agent's index holds the chunks' vectors: rebuilt from what remains, now
-        # rather than on the next read.
-        await self._vectors.forget(agent_id)
-        self._spawn(self._vectors.size(agent_id), "rebuild a vector index")
+        await self._vectors.drop_deleted(agent_id)
         return deleted
 
     async def has_documents(self, agent_id: str) -> bool:

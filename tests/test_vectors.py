@@ -155,13 +155,38 @@ async def test_truncated_index_is_rebuilt(tmp_path: Path) -> None:
     assert await _reopened_index_size(tmp_path, truncate) == (4, 1)
 
 
-async def test_stale_index_is_rebuilt(tmp_path: Path) -> None:
+async def test_stale_index_is_brought_up_to_date_not_rebuilt(tmp_path: Path) -> None:
     def add_rows_behind_its_back(index: Path, sidecar: Path) -> None:
         with sqlite3.connect(tmp_path / "memory.db") as db:
             db.execute("INSERT INTO embeddings SELECT 'fact', 99, agent_id, model, "
                        "content_hash, vector FROM embeddings LIMIT 1")
 
-    assert await _reopened_index_size(tmp_path, add_rows_behind_its_back) == (5, 1)
+    assert await _reopened_index_size(tmp_path, add_rows_behind_its_back) == (5, 0)
+
+
+async def test_vectors_of_rows_deleted_behind_its_back_leave_the_index(tmp_path: Path) -> None:
+    def delete_rows_behind_its_back(index: Path, sidecar: Path) -> None:
+        with sqlite3.connect(tmp_path / "memory.db") as db:
+            db.execute("DELETE FROM embeddings WHERE rowid IN "
+                       "(SELECT rowid FROM embeddings LIMIT 2)")
+
+    assert await _reopened_index_size(tmp_path, delete_rows_behind_its_back) == (2, 0)
+
+
+async def test_drop_deleted_removes_only_the_deleted_vectors(tmp_path: Path) -> None:
+    embedder = RenamedEmbedder("fake-a")
+    parts = await open_parts(tmp_path, embedder, start_worker=False)
+    await fill(parts.store)
+    await parts.worker.drain()
+    query = embedder.encode(["tomatoes"])[0]
+    before = {(t, i) for t, i, _ in await parts.vectors.search("agent", query, 10)}
+    gone = sorted(before)[0]
+    async with parts.store._write() as db:
+        await db.execute("DELETE FROM embeddings WHERE item_type = ? AND item_id = ?", gone)
+    await parts.vectors.drop_deleted("agent")
+    after = {(t, i) for t, i, _ in await parts.vectors.search("agent", query, 10)}
+    assert after == before - {gone} and parts.vectors.rebuilds == 0
+    await parts.close()
 
 
 async def test_index_of_another_model_is_rebuilt(tmp_path: Path) -> None:
