@@ -141,6 +141,13 @@ class Memory:
         model, a remote embedder); `embedder` overrides the configured one (tests). With
         `background` the embedding worker, the debounced distillations and the
         consolidation schedule run; without it nothing happens unless asked (`drain`)."""
+        core = CoreModelClient(http, settings) if settings.core_model and http else None
+        # Without a core model the rules distil, in a process of their own that takes about
+        # a second to get ready: it starts now and gets ready beside the rest of the
+        # start-up, so neither the start-up nor (mostly) the first session waits for it.
+        # With several workers, the owner of the background work starts it.
+        if core is None and background and settings.workers == 1:
+            RuleDistiller().start()
         if embedder is None:
             embedder = make_embedder(
                 settings.embedding_backend,
@@ -154,12 +161,10 @@ class Memory:
         store = await Store.open(
             settings.data_dir, cipher=Cipher.from_file(settings.encryption_key_file)
         )
-        core = CoreModelClient(http, settings) if settings.core_model and http else None
         memory = cls(settings, store, embedder, core)
         if background and settings.workers > 1:
             await memory._share_background()
         elif background:
-            memory._start_distiller()
             memory._worker.start()
             await memory._writer.start()
             memory._start_consolidation()
@@ -171,7 +176,8 @@ class Memory:
         self._writer.scheduler.standby = True
 
         async def become_owner() -> None:
-            self._start_distiller()
+            if isinstance(self._distiller, RuleDistiller):
+                self._distiller.start()
             self._vectors.saving = True
             self._writer.scheduler.standby = False
             self._worker.wake_seconds = QUEUE_POLL_SECONDS
@@ -182,12 +188,6 @@ class Memory:
         lock = OwnerLock(Path(self.settings.data_dir) / OWNER_FILE)
         self._ownership = Ownership(lock, become_owner, self._writer.notice_pending)
         await self._ownership.start()
-
-    def _start_distiller(self) -> None:
-        """The rule distiller's process is started with the background work, not by the
-        first session (which would wait a second for it)."""
-        if isinstance(self._distiller, RuleDistiller):
-            self._distiller.start()
 
     async def close(self) -> None:
         """Stop the schedule, let running work finish (briefly), distil what is pending,

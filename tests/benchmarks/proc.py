@@ -112,6 +112,15 @@ def worker_pids(pid: int) -> list[int]:
     return workers or [pid]
 
 
+def process_tree(pid: int) -> list[int]:
+    """`pid` and every process descended from it (a proxy's workers, its rule distiller)."""
+    tree = [pid]
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        for child in (task / "children").read_text().split():
+            tree += process_tree(int(child))
+    return tree
+
+
 def cpu_seconds(pids: Sequence[int]) -> float:
     """CPU time (user + system) the processes have used so far."""
     ticks = 0
