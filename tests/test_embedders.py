@@ -122,6 +122,34 @@ def test_paraphrases_score_above_unrelated_pairs(
         assert cosine(embedder, text, paraphrase) > cosine(embedder, text, unrelated) + 0.1
 
 
+# --- WordLlama: our inference over the package's files is the package's --------------------
+
+
+def test_wordllama_vectors_are_the_packages_own_bit_for_bit(
+    local_embedders: dict[str, LocalEmbedder],
+) -> None:
+    from wordllama import WordLlama
+
+    from mnemoproxy.memory.embedders.static import _package_dir
+
+    texts = [*SENTENCES, "", "   ", "ünïcödé 東京 🙂 " * 20, "Ок, до завтра!", "x" * 5000,
+             "My sister's kids — Ana (7) and Rui (9) — love the zoo.", "\n\n\t"]
+    package = WordLlama.load(config="l2_supercat", dim=256, cache_dir=_package_dir(),
+                             disable_download=True)
+    theirs = package.embed(texts, norm=False, batch_size=len(texts))
+    model = local_embedders["wordllama"]._model.get()  # type: ignore[attr-defined]
+    assert np.array_equal(model.embed(texts), theirs)
+    # The matrix is the file's, mapped: not a copy in the process's own memory.
+    assert model.weights.dtype == np.float16 and not model.weights.flags.owndata
+
+
+def test_wordllama_with_missing_files_says_to_reinstall(tmp_path: Path) -> None:
+    from mnemoproxy.memory.embedders.static import StaticModel
+
+    with pytest.raises(SettingError, match="pip install --force-reinstall wordllama"):
+        StaticModel.load(tmp_path)
+
+
 # --- MiniLM: the NumPy forward pass reproduces the published model ----------------------------
 
 
