@@ -31,7 +31,8 @@ from mnemoproxy.memory.distill.llm import LLMDistiller
 from mnemoproxy.memory.distill.protocol import Distiller
 from mnemoproxy.memory.distill.rules import RuleDistiller, assign_slots
 from mnemoproxy.memory.documents import media_type_of, parse_document
-from mnemoproxy.memory.embedders import Embedder, make_embedder
+from mnemoproxy.memory.embedders import Embedder, LocalEmbedder, make_embedder
+from mnemoproxy.memory.embedders.offloaded import OFFLOADED_BACKENDS, OffloadedEmbedder
 from mnemoproxy.memory.embedding_worker import EmbeddingWorker
 from mnemoproxy.memory.model_server import CoreModel, CoreModelClient, JsonClient
 from mnemoproxy.memory.models import FactDraft, Kind, ProcedureDraft, Turn
@@ -84,7 +85,11 @@ class Memory:
         store: Store,
         embedder: Embedder,
         core_model: CoreModel | None,
+        *,
+        bulk_embedder: Embedder | None = None,
     ) -> None:
+        """`bulk_embedder` computes the embedding worker's batches (the same model as
+        `embedder`, elsewhere: memory/embedders/offloaded.py); `embedder` by default."""
         self.settings = settings
         # The SQL layer, for upkeep tools and tests; callers outside memory/ use the methods.
         self.store = store
@@ -105,7 +110,7 @@ class Memory:
             Path(settings.data_dir) / VECTORS_FOLDER, store, embedder,
             persist=not settings.encryption_key_file, shared=settings.workers > 1,
         )
-        self._worker = EmbeddingWorker(store, embedder, self._vectors)
+        self._worker = EmbeddingWorker(store, bulk_embedder or embedder, self._vectors)
         self._retriever = Retriever(store, self._vectors, embedder)
         self._distiller = make_distiller(settings, distiller_core)
         self._writer = WritePath(
@@ -148,6 +153,7 @@ class Memory:
         # With several workers, the owner of the background work starts it.
         if core is None and background and settings.workers == 1:
             RuleDistiller().start()
+        bulk_embedder: Embedder | None = None
         if embedder is None:
             embedder = make_embedder(
                 settings.embedding_backend,
@@ -156,12 +162,15 @@ class Memory:
                 api_key=settings.upstream_api_key,
                 client=http,
             )
+            if settings.embedding_backend in OFFLOADED_BACKENDS:
+                assert isinstance(embedder, LocalEmbedder)
+                bulk_embedder = OffloadedEmbedder(embedder, settings.embedding_backend)
         # Weights loaded (or a remote model's size learned) now, not on the first chat.
         await embedder.load()
         store = await Store.open(
             settings.data_dir, cipher=Cipher.from_file(settings.encryption_key_file)
         )
-        memory = cls(settings, store, embedder, core)
+        memory = cls(settings, store, embedder, core, bulk_embedder=bulk_embedder)
         if background and settings.workers > 1:
             await memory._share_background()
         elif background:

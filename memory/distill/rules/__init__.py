@@ -10,12 +10,12 @@ one, or the assistant's steps in answer to a how-to question. Public surface:
 - `extract_facts(text, when=...)`: the facts stated in one user message.
 - `slot_of(statement)`: the slot a fact statement occupies, whichever distiller wrote it,
   so the store can tell a restatement (same slot, same content) from a contradiction.
-- `assign_slots(drafts)`: `slot_of` for every draft without a slot, in the rules' process.
+- `assign_slots(drafts)`: `slot_of` for every draft without a slot, in the helper process.
 
 spaCy's pipeline and matchers are not thread-safe, and a 50-turn session takes tens of
 milliseconds: the proxy's rule work (sessions, slots of the core model's drafts) runs in
-the rules' own process (rules/process.py), one call at a time, beside the proxy rather
-than under its GIL and never on the event loop.
+the helper process (memory/helper_process.py), one call at a time, beside the proxy
+rather than under its GIL and never on the event loop.
 """
 
 from __future__ import annotations
@@ -26,11 +26,9 @@ from datetime import date, datetime
 from mnemoproxy.memory.distill.rules.episode import build_episode
 from mnemoproxy.memory.distill.rules.facts import FoundFact, find_facts, slot_for_statement
 from mnemoproxy.memory.distill.rules.procedures import find_procedures
-from mnemoproxy.memory.distill.rules.process import RulesProcess
 from mnemoproxy.memory.distill.rules.text import parse
+from mnemoproxy.memory.helper_process import HELPER_PROCESS
 from mnemoproxy.memory.models import Distillation, EpisodeDraft, FactDraft, SessionInput
-
-RULES_PROCESS = RulesProcess()
 
 
 def _day(moment: datetime | None) -> date | None:
@@ -86,14 +84,14 @@ def distill_session(session: SessionInput) -> Distillation:
 
 class RuleDistiller:
     """A Distiller that needs no model: spaCy rules over the session's words, applied in
-    the rules' process."""
+    the helper process."""
 
     def start(self) -> None:
-        """Get the rules' process ready now, so the first session does not wait for it."""
-        RULES_PROCESS.start()
+        """Get the helper process ready now, so the first session does not wait for it."""
+        HELPER_PROCESS.start()
 
     async def distill(self, session: SessionInput) -> Distillation:
-        return await RULES_PROCESS.run(distill_session, session)
+        return await HELPER_PROCESS.run(distill_session, session)
 
 
 async def assign_slots(drafts: Sequence[FactDraft]) -> None:
@@ -101,6 +99,6 @@ async def assign_slots(drafts: Sequence[FactDraft]) -> None:
     missing = [d for d in drafts if d.slot is None]
     if not missing:
         return
-    slots = await RULES_PROCESS.run(slots_of, [d.content for d in missing])
+    slots = await HELPER_PROCESS.run(slots_of, [d.content for d in missing])
     for draft, slot in zip(missing, slots, strict=True):
         draft.slot = slot

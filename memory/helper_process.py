@@ -1,21 +1,23 @@
-"""The rule distiller's own process: a session's rule work is about half the CPU an ingest
-costs, and under the proxy's GIL it would leave a second core idle, so it runs beside the
-proxy in one child process instead (sessions pickled in, drafts pickled out).
+"""The helper process: CPU work of the background that would otherwise hold the proxy's GIL
+runs beside the proxy in one child process, leaving the proxy's own process to the
+requests, SQLite and the event loop. Two kinds of work go there: rule distillation
+(memory/distill/rules/: about half the CPU an ingest costs) and the embedding worker's
+batches (memory/embedders/offloaded.py). Arguments are pickled in, results pickled out.
 
 One child per proxy process, shared by everything in it (every Memory a test opens), made
-on first use or by `start()`: a fresh interpreter (`serve_parent`) that imports the rules
-and nothing of the proxy or of whatever script runs it,
-and inherits none of its threads, sockets or file locks (data_dir's owner lock stays the
-parent's alone). Calls go one at a time over a pair of pipes, from one thread of the
-parent that waits without holding the GIL.
+on first use or by `start()`: a fresh interpreter (`serve_parent`) that imports only what
+its calls need, nothing of the proxy or of whatever script runs it, and inherits none of
+its threads, sockets or file locks (data_dir's owner lock stays the parent's alone).
+Calls go one at a time over a pair of pipes, from one thread of the parent that waits
+without holding the GIL.
 
-The child builds spaCy's pipeline and matchers before its first session. It ignores the
-terminal's and the service manager's stop signals (a shutdown distils what is pending
-before its process exits) and exits when its pipe closes: when its parent exits or dies,
-kill -9 included. A child that dies (killed, out of memory, a crash in native code) is
-replaced: the call it held is tried once more in a new one, and a call that kills that one
-too raises RulesProcessDied, a distiller failure like any other (the write path retries the
-session with backoff, then dead-letters it).
+The child builds the rule distiller's pipeline and matchers before its first call. It
+ignores the terminal's and the service manager's stop signals (a shutdown distils what is
+pending before its process exits) and exits when its pipe closes: when its parent exits or
+dies, kill -9 included. A child that dies (killed, out of memory, a crash in native code)
+is replaced: the call it held is tried once more in a new one, and a call that kills that
+one too raises HelperProcessDied, a failure like any other of that work (the write path
+retries the session with backoff, then dead-letters it; the embedding worker retries).
 """
 
 from __future__ import annotations
@@ -32,7 +34,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from multiprocessing.connection import Connection
 from typing import Any, TypeVar
 
-log = logging.getLogger("mnemoproxy.write")
+log = logging.getLogger("mnemoproxy.memory")
 
 _R = TypeVar("_R")
 # A child that died on a call gets one replacement for it: a call that kills two in a row
@@ -42,8 +44,8 @@ STOP_SECONDS = 10.0
 _CHILD_MAIN = f"from {__name__} import serve_parent; serve_parent()"
 
 
-class RulesProcessDied(RuntimeError):
-    """The rules' process died while it held a call, twice in a row."""
+class HelperProcessDied(RuntimeError):
+    """The helper process died while it held a call, twice in a row."""
 
 
 class _Child:
@@ -84,12 +86,12 @@ class _Child:
             self.process.wait()
 
 
-class RulesProcess:
-    """Runs functions of the rules in the child process, starting (or replacing) it as
-    needed. `run` is awaited from an event loop; the child is touched by one thread only."""
+class HelperProcess:
+    """Runs functions in the child process, starting (or replacing) it as needed. `run`
+    is awaited from an event loop; the child is touched by one thread only."""
 
     def __init__(self) -> None:
-        self._thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="rules-process")
+        self._thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="helper-process")
         self._child: _Child | None = None
 
     @property
@@ -124,11 +126,11 @@ class RulesProcess:
                 code = self._child.process.poll()
                 self._close()
                 if attempt == ATTEMPTS:
-                    raise RulesProcessDied(
-                        f"the rule distiller's process died twice on one call ({exc!r}, "
+                    raise HelperProcessDied(
+                        f"the helper process died twice on one call ({exc!r}, "
                         f"exit status {code})"
                     ) from exc
-                log.warning("the rule distiller's process died (exit status %s); "
+                log.warning("the helper process died (exit status %s); "
                             "starting another", code)
         raise AssertionError("unreachable")
 
@@ -140,11 +142,12 @@ class RulesProcess:
 
 def _log_failure(future: Future[None]) -> None:
     if not future.cancelled() and future.exception() is not None:
-        log.warning("starting the rule distiller's process failed: %r", future.exception())
+        log.warning("starting the helper process failed: %r", future.exception())
 
 
 def _ready() -> None:
-    """Builds the pipeline and the matchers (a second of work, once per process)."""
+    """Builds the rule distiller's pipeline and matchers (a second of work, once per
+    process)."""
     from mnemoproxy.memory.distill.rules import distill_session
     from mnemoproxy.memory.models import SessionInput, Turn
 
@@ -171,3 +174,6 @@ def serve_parent() -> None:
             replies.send(reply)
         except (pickle.PicklingError, TypeError, AttributeError):
             replies.send((False, RuntimeError(repr(reply[1]))))
+
+
+HELPER_PROCESS = HelperProcess()
