@@ -11,7 +11,7 @@ its threads, sockets or file locks (data_dir's owner lock stays the parent's alo
 Calls go one at a time over a pair of pipes, from one thread of the parent that waits
 without holding the GIL.
 
-The child builds the rule distiller's pipeline and matchers before its first call. It
+Each user gets its part of the child ready ahead of its first call (`prepare`). The child
 ignores the terminal's and the service manager's stop signals (a shutdown distils what is
 pending before its process exits) and exits when its pipe closes: when its parent exits or
 dies, kill -9 included. A child that dies (killed, out of memory, a crash in native code)
@@ -100,10 +100,11 @@ class HelperProcess:
         child = self._child
         return child.process.pid if child is not None else None
 
-    def start(self) -> None:
-        """Start the child now (it gets ready in the background), so the first session
-        does not wait for it."""
-        self._thread.submit(self._call, _ready, ()).add_done_callback(_log_failure)
+    def prepare(self, function: Callable[..., object], *args: object) -> None:
+        """Call `function(*args)` in the child in the background, starting the child if
+        need be: a warm-up (a model loaded, a pipeline built), so that the first call
+        that matters does not wait for it. A failure is logged; that call tries again."""
+        self._thread.submit(self._call, function, args).add_done_callback(_log_failure)
 
     async def run(self, function: Callable[..., _R], *args: object) -> _R:
         loop = asyncio.get_running_loop()
@@ -140,18 +141,9 @@ class HelperProcess:
             child.close(STOP_SECONDS)
 
 
-def _log_failure(future: Future[None]) -> None:
+def _log_failure(future: Future[object]) -> None:
     if not future.cancelled() and future.exception() is not None:
-        log.warning("starting the helper process failed: %r", future.exception())
-
-
-def _ready() -> None:
-    """Builds the rule distiller's pipeline and matchers (a second of work, once per
-    process)."""
-    from mnemoproxy.memory.distill.rules import distill_session
-    from mnemoproxy.memory.models import SessionInput, Turn
-
-    distill_session(SessionInput("", "", [Turn("I live in Paris and I love tea.", "Noted.")]))
+        log.warning("getting the helper process ready failed: %r", future.exception())
 
 
 def serve_parent() -> None:
@@ -160,7 +152,6 @@ def serve_parent() -> None:
     replies = Connection(int(sys.argv[2]), readable=False)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
-    _ready()
     while True:
         try:
             function, args = requests.recv()

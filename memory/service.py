@@ -146,13 +146,6 @@ class Memory:
         model, a remote embedder); `embedder` overrides the configured one (tests). With
         `background` the embedding worker, the debounced distillations and the
         consolidation schedule run; without it nothing happens unless asked (`drain`)."""
-        core = CoreModelClient(http, settings) if settings.core_model and http else None
-        # Without a core model the rules distil, in a process of their own that takes about
-        # a second to get ready: it starts now and gets ready beside the rest of the
-        # start-up, so neither the start-up nor (mostly) the first session waits for it.
-        # With several workers, the owner of the background work starts it.
-        if core is None and background and settings.workers == 1:
-            RuleDistiller().start()
         bulk_embedder: Embedder | None = None
         if embedder is None:
             embedder = make_embedder(
@@ -162,7 +155,7 @@ class Memory:
                 api_key=settings.upstream_api_key,
                 client=http,
             )
-            if settings.embedding_backend in OFFLOADED_BACKENDS:
+            if background and settings.embedding_backend in OFFLOADED_BACKENDS:
                 assert isinstance(embedder, LocalEmbedder)
                 bulk_embedder = OffloadedEmbedder(embedder, settings.embedding_backend)
         # Weights loaded (or a remote model's size learned) now, not on the first chat.
@@ -170,10 +163,12 @@ class Memory:
         store = await Store.open(
             settings.data_dir, cipher=Cipher.from_file(settings.encryption_key_file)
         )
+        core = CoreModelClient(http, settings) if settings.core_model and http else None
         memory = cls(settings, store, embedder, core, bulk_embedder=bulk_embedder)
         if background and settings.workers > 1:
             await memory._share_background()
         elif background:
+            memory._prepare_helper()
             memory._worker.start()
             await memory._writer.start()
             memory._start_consolidation()
@@ -185,8 +180,7 @@ class Memory:
         self._writer.scheduler.standby = True
 
         async def become_owner() -> None:
-            if isinstance(self._distiller, RuleDistiller):
-                self._distiller.start()
+            self._prepare_helper()
             self._vectors.saving = True
             self._writer.scheduler.standby = False
             self._worker.wake_seconds = QUEUE_POLL_SECONDS
@@ -197,6 +191,15 @@ class Memory:
         lock = OwnerLock(Path(self.settings.data_dir) / OWNER_FILE)
         self._ownership = Ownership(lock, become_owner, self._writer.notice_pending)
         await self._ownership.start()
+
+    def _prepare_helper(self) -> None:
+        """The background work's part of the helper process (memory/helper_process.py: the
+        rule distiller, the embedding worker's model) gets ready now, in a second or so
+        beside the rest of the start-up, not on the first session or batch."""
+        if isinstance(self._distiller, RuleDistiller):
+            self._distiller.start()
+        if isinstance(self._worker.embedder, OffloadedEmbedder):
+            self._worker.embedder.prepare()
 
     async def close(self) -> None:
         """Stop the schedule, let running work finish (briefly), distil what is pending,

@@ -43,6 +43,10 @@ class OffloadedEmbedder:
     async def load(self) -> None:
         await self._local.load()
 
+    def prepare(self) -> None:
+        """Load the model in the helper process now, in the background."""
+        HELPER_PROCESS.prepare(encode, self._backend, ["warm up"])
+
     async def embed(self, texts: Sequence[str]) -> np.ndarray:
         matrix: np.ndarray = await HELPER_PROCESS.run(encode, self._backend, embeddable(texts))
         return matrix

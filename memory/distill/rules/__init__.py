@@ -28,7 +28,7 @@ from mnemoproxy.memory.distill.rules.facts import FoundFact, find_facts, slot_fo
 from mnemoproxy.memory.distill.rules.procedures import find_procedures
 from mnemoproxy.memory.distill.rules.text import parse
 from mnemoproxy.memory.helper_process import HELPER_PROCESS
-from mnemoproxy.memory.models import Distillation, EpisodeDraft, FactDraft, SessionInput
+from mnemoproxy.memory.models import Distillation, EpisodeDraft, FactDraft, SessionInput, Turn
 
 
 def _day(moment: datetime | None) -> date | None:
@@ -82,13 +82,17 @@ def distill_session(session: SessionInput) -> Distillation:
     )
 
 
+_WARM_UP = SessionInput("", "", [Turn("I live in Paris and I love tea.", "Noted.")])
+
+
 class RuleDistiller:
     """A Distiller that needs no model: spaCy rules over the session's words, applied in
     the helper process."""
 
     def start(self) -> None:
-        """Get the helper process ready now, so the first session does not wait for it."""
-        HELPER_PROCESS.start()
+        """Get the rules ready in the helper process now (a second of work: spaCy's
+        pipeline and the matchers), so the first session does not wait for it."""
+        HELPER_PROCESS.prepare(distill_session, _WARM_UP)
 
     async def distill(self, session: SessionInput) -> Distillation:
         return await HELPER_PROCESS.run(distill_session, session)
