@@ -8,9 +8,11 @@
    time; each request records the turns and distils the conversation before it answers.
    Reported: turns/s until the last response, and turns/s until GET /health shows every
    transcript message, fact and episode embedded (target >= 2000 turns/s); the CPU time
-   the proxy's processes spent per turn meanwhile (the proxy and the rule distiller's
-   process: less sensitive than turns/s to other work on the machine), and the rule
-   distiller process's memory.
+   the proxy's processes spent per turn meanwhile (the proxy and its helper
+   process: less sensitive than turns/s to other work on the machine), and the helper
+   process's memory. One untimed conversation of another agent goes first: the
+   distiller's and the embedder's first use (models loaded, in the helper process too:
+   a second or so of CPU) is start-up, not throughput.
 2. The wordllama embedder alone: texts/s in batches of 256, in this process.
 3. Recording latency: chat completions through the same proxy with X-Agent-Id for a fresh
    agent whose gate says none, against the same request without X-Agent-Id, interleaved
@@ -53,6 +55,7 @@ CONVERSATIONS_PER_AGENT = 5
 EMBED_BATCH = 256
 HEALTH_POLL_SECONDS = 0.05
 EMBEDDING_WAIT_LIMIT_S = 300.0
+WARM_UP_TURNS = 10
 RECORDING_PROMPT = "Write a haiku about autumn, number {n}."
 
 
@@ -81,6 +84,11 @@ async def _memory_status(session: aiohttp.ClientSession, root: str) -> dict[str,
 def _all_embedded(memory: dict[str, Any]) -> bool:
     searchable = memory["transcript_messages"] + memory["facts"] + memory["episodes"]
     return bool(memory["embedded_items"] >= searchable)
+
+
+async def _warm_up(root: str, proxy_pid: int) -> None:
+    body = {**_conversations(1, WARM_UP_TURNS)[0], "agent_id": "warm-up-agent"}
+    await _ingest(root, [body], 1, proxy_pid)
 
 
 async def _ingest(
@@ -113,7 +121,7 @@ async def _ingest(
             memory = await _memory_status(session, root)
         embedded = time.perf_counter() - started
     cpu = cpu_seconds(process_tree(proxy_pid)) - cpu_before
-    helpers = process_tree(proxy_pid)[1:]  # the rule distiller's process
+    helpers = process_tree(proxy_pid)[1:]  # the helper process
     return {
         "conversations": len(bodies),
         "turns": turns,
@@ -124,7 +132,7 @@ async def _ingest(
         "embedded_s": embedded,
         "turns_per_s_embedded": turns / embedded,
         "proxy_cpu_ms_per_turn": 1000 * cpu / turns,
-        "rules_process_private_mib": sum(
+        "helper_process_private_mib": sum(
             resident_mib(pid)["private_anonymous_mib"] for pid in helpers
         ),
         "facts": memory["facts"],
@@ -200,6 +208,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
             running_proxy(upstream, Path(folder) / "data") as (root, proxy):
         print(f"[ingest] {args.conversations} conversations x {args.turns} turns, "
              f"{args.parallel} at a time", flush=True)
+        asyncio.run(_warm_up(root, proxy.pid))
         ingest = asyncio.run(_ingest(root, bodies, args.parallel, proxy.pid))
         print(f"[ingest] recording latency, {args.requests} chat completions each way",
               flush=True)
@@ -242,8 +251,8 @@ def _table(ingest: dict[str, Any], embedding: dict[str, Any], recording: dict[st
         f"  embedded in {ingest['embedded_s']:.2f} s: {ingest['turns_per_s_embedded']:.0f} turns/s"
         f" ({ingest['embedded_items']} vectors; {ingest['facts']} facts, "
         f"{ingest['episodes']} episodes)",
-        f"  proxy CPU {ingest['proxy_cpu_ms_per_turn']:.2f} ms per turn; rule distiller's "
-        f"process {ingest['rules_process_private_mib']:.0f} MiB private",
+        f"  proxy CPU {ingest['proxy_cpu_ms_per_turn']:.2f} ms per turn; helper process "
+        f"{ingest['helper_process_private_mib']:.0f} MiB private",
         f"{embedding['embedder']}: {embedding['texts_per_s']:.0f} texts/s in batches of "
         f"{embedding['batch']} (~{embedding['mean_words']} words each)",
         f"chat completion, fresh agent, gate none ({recording['gate_said_none']}) vs no agent, "
