@@ -5,7 +5,7 @@ requests, SQLite and the event loop. Two kinds of work go there: rule distillati
 batches (memory/embedders/offloaded.py). Arguments are pickled in, results pickled out.
 
 One child per proxy process, shared by everything in it (every Memory a test opens), made
-on first use or by `start()`: a fresh interpreter (`serve_parent`) that imports only what
+on first use or by `prepare()`: a fresh interpreter (`serve_parent`) that imports only what
 its calls need, nothing of the proxy or of whatever script runs it, and inherits none of
 its threads, sockets or file locks (data_dir's owner lock stays the parent's alone).
 Calls go one at a time over a pair of pipes, from one thread of the parent that waits
