@@ -11,24 +11,30 @@ its threads, sockets or file locks (data_dir's owner lock stays the parent's alo
 Calls go one at a time over a pair of pipes, from one thread of the parent that waits
 without holding the GIL.
 
-Each user gets its part of the child ready ahead of its first call (`prepare`). The child
-ignores the terminal's and the service manager's stop signals (a shutdown distils what is
-pending before its process exits) and exits when its pipe closes: when its parent exits or
-dies, kill -9 included. A child that dies (killed, out of memory, a crash in native code)
-is replaced: the call it held is tried once more in a new one, and a call that kills that
-one too raises HelperProcessDied, a failure like any other of that work (the write path
-retries the session with backoff, then dead-letters it; the embedding worker retries).
+Each user gets its part of the child ready ahead of its first call (`prepare`). A child
+left without calls for IDLE_SECONDS is ended (the next call starts another, in a second or
+two): it holds the rules' pipeline and the embedder, ~80 MiB of private memory, and an
+idle proxy needs neither. The child ignores the terminal's and the service manager's stop
+signals (a shutdown distils what is pending before its process exits) and exits when its
+pipe closes: when its parent exits or dies, kill -9 included. A child that dies (killed,
+out of memory, a crash in native code) is replaced: the call it held is tried once more in
+a new one, and a call that kills that one too raises HelperProcessDied, a failure like any
+other of that work (the write path retries the session with backoff, then dead-letters it;
+the embedding worker retries).
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import os
 import pickle
 import signal
 import subprocess
 import sys
+import threading
+import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from multiprocessing.connection import Connection
@@ -41,6 +47,8 @@ _R = TypeVar("_R")
 # is the cause, not a bystander.
 ATTEMPTS = 2
 STOP_SECONDS = 10.0
+# A child with no call for this long is ended; the next call starts another.
+IDLE_SECONDS = 120.0
 _CHILD_MAIN = f"from {__name__} import serve_parent; serve_parent()"
 
 
@@ -93,6 +101,8 @@ class HelperProcess:
     def __init__(self) -> None:
         self._thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="helper-process")
         self._child: _Child | None = None
+        self._last_call = 0.0
+        self._idle_check: threading.Timer | None = None
 
     @property
     def pid(self) -> int | None:
@@ -117,6 +127,13 @@ class HelperProcess:
         self._thread.submit(self._close).result()
 
     def _call(self, function: Callable[..., _R], args: Sequence[object]) -> _R:
+        try:
+            return self._call_child(function, args)
+        finally:
+            self._last_call = time.monotonic()
+            self._check_idleness_in(IDLE_SECONDS)
+
+    def _call_child(self, function: Callable[..., _R], args: Sequence[object]) -> _R:
         for attempt in range(1, ATTEMPTS + 1):
             if self._child is None:
                 self._child = _Child()
@@ -136,9 +153,36 @@ class HelperProcess:
         raise AssertionError("unreachable")
 
     def _close(self) -> None:
+        if self._idle_check is not None:
+            self._idle_check.cancel()
+            self._idle_check = None
         child, self._child = self._child, None
         if child is not None:
             child.close(STOP_SECONDS)
+
+    def _check_idleness_in(self, seconds: float) -> None:
+        """Look again in `seconds` whether the child has been idle long enough to end (on
+        the calls' thread, like everything that touches the child); one look pending at
+        a time."""
+        if self._idle_check is None and self._child is not None:
+            self._idle_check = threading.Timer(seconds, self._submit_idleness_check)
+            self._idle_check.daemon = True
+            self._idle_check.start()
+
+    def _submit_idleness_check(self) -> None:
+        # RuntimeError: the interpreter is exiting, and the child goes with its pipe.
+        with contextlib.suppress(RuntimeError):
+            self._thread.submit(self._end_if_idle)
+
+    def _end_if_idle(self) -> None:
+        self._idle_check = None
+        idle = time.monotonic() - self._last_call
+        if idle >= IDLE_SECONDS:
+            if self._child is not None:
+                log.info("the helper process was idle for %.0f s: ending it", idle)
+            self._close()
+        else:
+            self._check_idleness_in(IDLE_SECONDS - idle)
 
 
 def _log_failure(future: Future[object]) -> None:

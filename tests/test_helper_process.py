@@ -126,3 +126,19 @@ def test_the_child_exits_when_its_parent_is_killed() -> None:
         assert _gone(child, 10)
     finally:
         parent.kill()
+
+
+async def test_an_idle_child_is_ended_and_the_next_call_starts_another(
+    helper: HelperProcess, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import mnemoproxy.memory.helper_process as module
+
+    monkeypatch.setattr(module, "IDLE_SECONDS", 0.5)
+    assert await helper.run(os.getpid) == helper.pid
+    first = helper.pid
+    assert first is not None
+    for _ in range(3):  # calls keep it alive past the idle time
+        time.sleep(0.3)
+        assert await helper.run(os.getpid) == first
+    assert _gone(first, 5) and helper.pid is None
+    assert await helper.run(os.getpid) not in (None, first)
