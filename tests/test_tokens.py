@@ -59,9 +59,12 @@ def test_known_o200k_counts(text: str, tokens: int) -> None:
 
 def eval_texts() -> list[str]:
     """A fixed sample of real conversation: every LoCoMo turn, every 40th LongMemEval
-    message and the generic prompts."""
-    assert locomo.available(), locomo.unavailable_message()
-    assert longmemeval.available(), longmemeval.unavailable_message()
+    message and the generic prompts. The data sits beside the repository, not in it: a
+    clone without it skips this sample (the edge cases, every code point and the random
+    texts below still compare with tiktoken)."""
+    for data in (locomo, longmemeval):
+        if not data.available():
+            pytest.skip(data.unavailable_message())
     texts = [turn.text for sample in locomo.load() for turn in sample.turns]
     messages = [
         turn.content
