@@ -19,7 +19,8 @@ def test_read_path_benchmark_times_memory_questions_and_plain_prompts() -> None:
     assert rows["plain prompt"]["injected"] == 0
     assert rows["all"]["calls"] == rows["memory question"]["calls"] * 2 == 20
     assert figures["seeding"][0]["items"] == 300
-    assert len(figures["summary"]) == 2
+    assert len(figures["summary"]) == 3  # the two kinds' p50, the loop's stall
+    assert 0 <= figures["seeding"][0]["stall_p50_ms"] <= figures["seeding"][0]["stall_max_ms"]
 
 
 def test_ingest_benchmark_waits_for_embeddings_and_times_recording() -> None:
