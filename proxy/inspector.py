@@ -40,7 +40,7 @@ from mnemoproxy.proxy.services import Services
 log = logging.getLogger("mnemoproxy")
 Query = Annotated[str, QueryParameter(max_length=10_000)]
 
-PAGE = 100  # facts, episodes and sessions shown at once on an agent's page
+PAGE = 100  # facts, episodes, sessions, documents, procedures shown at once on an agent's page
 MAX_CONTENT_CHARS = 10_000
 # No scripts at all; forms post to this origin only; never framed (clickjacking).
 _HEADERS = {
@@ -59,6 +59,8 @@ NOTICES = {
     "fact-unpinned": "Fact unpinned.",
     "fact-deleted": "Fact deleted: memory no longer uses it.",
     "episode-deleted": "Episode deleted.",
+    "document-deleted": "Document deleted, its chunks and their vectors with it.",
+    "procedure-deleted": "Procedure deleted.",
     "session-forgotten": "Session forgotten.",
     "consolidated": "Consolidation ran.",
     "agent-forgotten": "Agent forgotten.",
@@ -208,7 +210,7 @@ async def agents_page(request: Request[Any, Any, Any], services: NamedDependency
 async def agent_page(
     request: Request[Any, Any, Any], agent_id: AgentId, services: NamedDependency[Services],
     status: Query = "current", cursor: Cursor = 0, episodes_cursor: Cursor = 0,
-    sessions_cursor: Cursor = 0,
+    sessions_cursor: Cursor = 0, documents_cursor: Cursor = 0, procedures_cursor: Cursor = 0,
 ) -> Response[str]:
     agent_id, memory = _agent(request, agent_id, services)
     if status not in ("current", "superseded", "all"):
@@ -219,8 +221,14 @@ async def agent_page(
                                after_id=cursor)
     episodes = await memory.episodes(agent_id, limit=PAGE, after_id=episodes_cursor)
     sessions = await memory.sessions(agent_id, limit=PAGE, after_id=sessions_cursor)
+    documents = await memory.documents(agent_id, limit=PAGE, after_id=documents_cursor)
+    procedures = await memory.procedures(agent_id, limit=PAGE, after_id=procedures_cursor)
     return page(
         request, "agent.html.j2", agent=summary, status=status,
+        documents=documents,
+        documents_next=documents[-1].id if len(documents) == PAGE else None,
+        procedures=procedures,
+        procedures_next=procedures[-1].id if len(procedures) == PAGE else None,
         identity=[FactView.of(f, c) for f, c in identity],
         facts=[FactView.of(f, c) for f, c in facts],
         facts_next=facts[-1][0].id if len(facts) == PAGE else None,
@@ -392,6 +400,54 @@ async def delete_episode(
     return done(agent_url(agent_id), "episode-deleted")
 
 
+@get("/agents/{agent_id:str}/documents/{document_id:int}/delete")
+async def confirm_delete_document(
+    request: Request[Any, Any, Any], agent_id: AgentId, document_id: ItemId,
+    services: NamedDependency[Services],
+) -> Response[str]:
+    agent_id, _ = _agent(request, agent_id, services)
+    return _confirm(request, question=f"Delete document {document_id}?",
+                    consequence="Its chunks and their vectors are deleted for good; memory "
+                    "stops quoting it. This cannot be undone.", button="Delete document",
+                    back=agent_url(agent_id) + "#documents",
+                    action=agent_url(agent_id, "documents", document_id, "delete"))
+
+
+@post("/agents/{agent_id:str}/documents/{document_id:int}/delete", status_code=303)
+async def delete_document(
+    request: Request[Any, Any, Any], agent_id: AgentId, document_id: ItemId,
+    services: NamedDependency[Services],
+) -> Redirect:
+    agent_id, memory = _agent(request, agent_id, services)
+    await memory.delete_document(agent_id, document_id)
+    await record_change(request, memory, agent_id)
+    return done(agent_url(agent_id), "document-deleted")
+
+
+@get("/agents/{agent_id:str}/procedures/{procedure_id:int}/delete")
+async def confirm_delete_procedure(
+    request: Request[Any, Any, Any], agent_id: AgentId, procedure_id: ItemId,
+    services: NamedDependency[Services],
+) -> Response[str]:
+    agent_id, _ = _agent(request, agent_id, services)
+    return _confirm(request, question=f"Delete procedure {procedure_id}?",
+                    consequence="Memory stops offering these steps for how-to questions. "
+                    "This cannot be undone.", button="Delete procedure",
+                    back=agent_url(agent_id) + "#procedures",
+                    action=agent_url(agent_id, "procedures", procedure_id, "delete"))
+
+
+@post("/agents/{agent_id:str}/procedures/{procedure_id:int}/delete", status_code=303)
+async def delete_procedure(
+    request: Request[Any, Any, Any], agent_id: AgentId, procedure_id: ItemId,
+    services: NamedDependency[Services],
+) -> Redirect:
+    agent_id, memory = _agent(request, agent_id, services)
+    await memory.delete_procedure(agent_id, procedure_id)
+    await record_change(request, memory, agent_id)
+    return done(agent_url(agent_id), "procedure-deleted")
+
+
 @get("/agents/{agent_id:str}/sessions/{session_id:int}/forget")
 async def confirm_forget_session(
     request: Request[Any, Any, Any], agent_id: AgentId, session_id: ItemId,
@@ -489,6 +545,8 @@ INSPECTOR_ROUTES: list[ControllerRouterHandler] = [
             search_page, preview_page,
             add_fact, edit_fact, pin_fact, confirm_delete_fact, delete_fact,
             confirm_delete_episode, delete_episode, confirm_forget_session, forget_session,
+            confirm_delete_document, delete_document, confirm_delete_procedure,
+            delete_procedure,
             consolidate, confirm_forget_agent, forget_agent,
         ],
         before_request=_signed_in,

@@ -129,6 +129,37 @@ async def test_looking_at_and_fixing_memory_in_a_browser(page: Page, memory_prox
     await expect(page.locator("[role=alert]")).to_contain_text("alice")
 
 
+async def test_documents_and_procedures_are_shown_and_deleted_in_a_browser(
+    page: Page, memory_proxy: ProxyServer
+):
+    url = memory_proxy.url
+    manual = b"# Kettle\n\nDescale the kettle every 6 weeks with citric acid."
+    httpx.post(url + "/agents/alice/documents", files={
+        "file": ("kettle.md", manual, "text/markdown")}).raise_for_status()
+    httpx.post(url + "/agents/alice/procedures", json={
+        "name": "Weekly backup", "applies_when": "on Fridays",
+        "steps": ["Plug in the disk", "Run the backup script"]}).raise_for_status()
+    await page.goto(url + "/ui/agents/alice")
+    await expect(page.locator("#documents")).to_contain_text("kettle")
+    await expect(page.locator("#procedures")).to_contain_text("Weekly backup")
+    await expect(page.locator("#procedures li")).to_have_text(
+        ["Plug in the disk", "Run the backup script"])
+
+    await page.locator("#documents tr", has_text="kettle").get_by_role(
+        "link", name="Delete").click()
+    await expect(page.locator("h1")).to_contain_text("Delete document")
+    await page.get_by_role("button", name="Delete document").click()
+    await expect(page.get_by_role("status")).to_contain_text("Document deleted")
+    await expect(page.locator("#documents")).not_to_contain_text("kettle")
+    assert httpx.get(url + "/agents/alice/documents").json()["documents"] == []
+
+    await page.locator("#procedures tr", has_text="Weekly backup").get_by_role(
+        "link", name="Delete").click()
+    await page.get_by_role("button", name="Delete procedure").click()
+    await expect(page.get_by_role("status")).to_have_text("Procedure deleted.")
+    assert httpx.get(url + "/agents/alice/procedures").json()["procedures"] == []
+
+
 async def test_the_inspector_signs_in_with_a_key_and_shows_only_its_agents(
     page: Page, fake_upstream, tmp_path
 ):
