@@ -14,7 +14,12 @@ import numpy as np
 
 from mnemoproxy.errors import SettingError
 from mnemoproxy.lazy import LazyResource
-from mnemoproxy.memory.embedders.base import LocalEmbedder, l2_normalise, length_sorted_batches
+from mnemoproxy.memory.embedders.base import (
+    LocalEmbedder,
+    l2_normalise,
+    lean_tokenizer,
+    length_sorted_batches,
+)
 from mnemoproxy.memory.embedders.bert import (
     BertWeights,
     bert_mean_pooled,
@@ -97,7 +102,9 @@ def _load(model_dir: Path, expected_sha256: str) -> _LoadedModel:
         num_heads=config["num_attention_heads"],
         layer_norm_eps=config["layer_norm_eps"],
     )
-    return _LoadedModel(tokenizer=tokenizer, weights=weights, blas=ThreadpoolController())
+    return _LoadedModel(
+        tokenizer=lean_tokenizer(tokenizer), weights=weights, blas=ThreadpoolController()
+    )
 
 
 class MiniLMEmbedder(LocalEmbedder):

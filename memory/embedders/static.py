@@ -12,7 +12,12 @@ import numpy as np
 
 from mnemoproxy.errors import SettingError
 from mnemoproxy.lazy import LazyResource
-from mnemoproxy.memory.embedders.base import LocalEmbedder, l2_normalise, length_sorted_batches
+from mnemoproxy.memory.embedders.base import (
+    LocalEmbedder,
+    l2_normalise,
+    lean_tokenizer,
+    length_sorted_batches,
+)
 
 
 def _package_dir() -> Path:
@@ -57,7 +62,7 @@ class StaticModel:
             ) from exc
         tokenizer.no_padding()
         tokenizer.no_truncation()
-        return cls(tokenizer, weights)
+        return cls(lean_tokenizer(tokenizer), weights)
 
     def embed(self, texts: list[str]) -> np.ndarray:
         """Unnormalised mean of each text's token vectors, float32, one row per text.
