@@ -79,10 +79,7 @@ class Query:
         return cls(weights, pattern)
 
     def terms_in(self, text: str) -> set[str]:
-        if self.pattern is None:
-            return set()
-        found = {stem(word.lower()) for word in self.pattern.findall(text)}
-        return {t for t in found if t in self.weights}
+        return {term for _, term in self.occurrences(text)}
 
     def score(self, text: str) -> float:
         return sum(self.weights[t] for t in self.terms_in(text))
@@ -90,14 +87,71 @@ class Query:
     def sentence_scores(self, text: str, spans: Sequence[tuple[int, int]]) -> list[float]:
         """The score of each sentence (its (start, end) in `text`), from one pass over the
         text."""
-        found: list[set[str]] = [set() for _ in spans]
-        if self.pattern is not None:
-            starts = [start for start, _ in spans]
-            for match in self.pattern.finditer(text):
-                term = stem(match.group().lower())
-                if term in self.weights:
-                    found[bisect_right(starts, match.start()) - 1].add(term)
-        return [sum(self.weights[t] for t in terms) for terms in found]
+        scores = [0.0] * len(spans)
+        found: dict[int, set[str]] = {}  # only the sentences holding a term: few of many
+        starts = [start for start, _ in spans]
+        for at, term in self.occurrences(text):
+            found.setdefault(bisect_right(starts, at) - 1, set()).add(term)
+        for sentence, terms in found.items():
+            scores[sentence] = sum(self.weights[t] for t in terms)
+        return scores
+
+    def occurrences(self, text: str) -> list[tuple[int, str]]:
+        """(start, term) of each word of `text` whose stem is one of the terms, in order."""
+        if self.pattern is None:
+            return []
+        if len(text) >= FIND_FROM:
+            found = _found_by_find(text, self.weights)
+            if found is not None:
+                return found
+        return [(match.start(), term) for match in self.pattern.finditer(text)
+                if (term := stem(match.group().lower())) in self.weights]
+
+
+# From this length on, a text's words holding a term are found by searching its
+# lower-cased copy for each term (str.find, in C) rather than by the pattern, which tries
+# its alternatives at every position: for a 100k-character message 2-3 ms a read become
+# ~0.2, and a stored message that long is a candidate again on every read that finds it.
+FIND_FROM = 2000
+_WORD_RUN = re.compile(r"\w*")
+# str.lower() writes a final sigma as ς, re's case-insensitive match takes σ, ς and Σ alike.
+_SIGMAS = str.maketrans("ς", "σ")
+
+
+def _is_word(char: str) -> bool:
+    """re's \\w for one character of a str pattern."""
+    return char.isalnum() or char == "_"
+
+
+def _found_by_find(text: str, weights: dict[str, float]) -> list[tuple[int, str]] | None:
+    """What the term pattern `\\b(?:term|...)\\w*` (case-insensitive) finds in `text`, kept
+    where the stem of the word found is a term: (start, term), in order. None when `text`
+    lower-cases to another length (a dotted capital I), where positions would not match.
+
+    The pattern matches a whole word (a run of \\w) that starts with a term, and such a word
+    counts when stem(word.lower()) is a term, a prefix of word.lower(): so the words to
+    check are those at whose start a term occurs in the lower-cased text (σ and ς taken
+    alike), and each counts by the same test."""
+    lowered = text.lower()
+    if len(lowered) != len(text):
+        return None
+    lowered = lowered.translate(_SIGMAS)
+    checked: set[int] = set()
+    found: list[tuple[int, str]] = []
+    for term in weights:
+        sought = term.translate(_SIGMAS)
+        at = lowered.find(sought)
+        while at != -1:
+            if at not in checked and _is_word(text[at]) and (
+                at == 0 or not _is_word(text[at - 1])
+            ):
+                checked.add(at)
+                end = _WORD_RUN.match(text, at).end()  # type: ignore[union-attr]
+                if (stemmed := stem(text[at:end].lower())) in weights:
+                    found.append((at, stemmed))
+            at = lowered.find(sought, at + 1)
+    found.sort()
+    return found
 
 
 def sentence_spans(text: str) -> list[tuple[int, int]]:

@@ -14,7 +14,10 @@ stored can try to speak to a later model through it. Two defences:
 
 from __future__ import annotations
 
+import hashlib
 import re
+import threading
+from collections import OrderedDict
 
 FENCE_OPEN = "<recalled_memory>"
 FENCE_CLOSE = "</recalled_memory>"
@@ -54,10 +57,38 @@ def fenced(text: str) -> str:
     return " ".join(text.split())
 
 
+# Scanning a text for those patterns costs ~0.1 ms per thousand characters (re tries every
+# alternative at every position), ~10 ms for a pasted 100k-character document, and the
+# same stored message is a candidate again on every read that finds it. The verdict on a
+# long text is kept, by a digest of the text (~0.1 ms for 100k characters): a kept verdict
+# is always the one the scan gave for exactly that text.
+KEEP_VERDICTS_FROM = 2000  # characters: shorter texts are scanned, not looked up
+VERDICTS_KEPT = 4096
+_verdicts: OrderedDict[bytes, bool] = OrderedDict()
+_verdicts_lock = threading.Lock()
+
+
+def _scan(text: str) -> bool:
+    return bool(_INSTRUCTIONS.search(text) or _ROLE_MARKER.search(text))
+
+
 def looks_like_instructions(text: str) -> bool:
     """Whether stored text reads like directions to a model rather than something a user
     or an assistant said about the world."""
-    return bool(_INSTRUCTIONS.search(text) or _ROLE_MARKER.search(text))
+    if len(text) < KEEP_VERDICTS_FROM:
+        return _scan(text)
+    key = hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
+    with _verdicts_lock:
+        verdict = _verdicts.get(key)
+        if verdict is not None:
+            _verdicts.move_to_end(key)
+            return verdict
+    verdict = _scan(text)
+    with _verdicts_lock:
+        _verdicts[key] = verdict
+        if len(_verdicts) > VERDICTS_KEPT:
+            _verdicts.popitem(last=False)
+    return verdict
 
 
 def quoted(line: str) -> str:

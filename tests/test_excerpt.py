@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
-from mnemoproxy.gate.excerpt import ELLIPSIS, Query, excerpt, stem
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from mnemoproxy.gate.excerpt import ELLIPSIS, FIND_FROM, Query, excerpt, sentence_spans, stem
 from mnemoproxy.memory.common_terms import common_words, without
 
 LONG = (
@@ -56,3 +59,47 @@ def test_a_question_loses_its_common_words_but_never_all_of_them() -> None:
         "When did kids go to the park?"
     )
     assert without("Caroline?", common) == "Caroline?"
+
+
+# Words and characters where finding terms by str.find could part ways with the pattern:
+# case, a dotted capital I (lower-cases to two characters), final and capital sigma,
+# the long s and the Kelvin sign (which re's case-insensitive match takes as s and k),
+# underscores and digits inside words, combining marks, and words a term merely starts.
+TRICKY_WORDS = [
+    "park", "Parks", "PARKING", "parked", "sparkle", "park_ranger", "park2", "İstanbul",
+    "istanbul", "ΟΔΟΣ", "οδος", "οδοσ", "ſtation", "station", "Kelvin", "kelvin",
+    "café", "cafe\u0301", "river", "Rivers", "rIvEr", "kids", "kid", "sunset", "dentist",
+]
+TRICKY_GAPS = [" ", ". ", "\n", "-", "'", "_", "", "!? ", "\u00a0", "…", "‹", "1"]
+
+
+def pattern_occurrences(query: Query, text: str) -> list[tuple[int, str]]:
+    """What Query finds, by its pattern alone (as for short texts)."""
+    assert query.pattern is not None
+    return [(m.start(), term) for m in query.pattern.finditer(text)
+            if (term := stem(m.group().lower())) in query.weights]
+
+
+@given(st.lists(st.tuples(st.sampled_from(TRICKY_WORDS), st.sampled_from(TRICKY_GAPS)),
+                min_size=1, max_size=60),
+       st.lists(st.sampled_from(TRICKY_WORDS), min_size=1, max_size=4))
+@settings(max_examples=400, deadline=None)
+def test_long_texts_find_the_words_the_pattern_finds(words, asked) -> None:
+    query = Query.of(" ".join(asked), [])
+    text = "".join(word + gap for word, gap in words)
+    long_text = text * (FIND_FROM // len(text) + 1)
+    assert query.occurrences(long_text) == pattern_occurrences(query, long_text)
+
+
+def test_a_long_message_is_excerpted_as_a_short_one_would_be() -> None:
+    filler = "Nothing much happened on most days of that month at all. " * 60
+    text = filler + LONG + " " + filler
+    assert len(text) >= FIND_FROM
+    query = Query.of("When did I take the kids to the park?", [text, "an unrelated text"])
+    cut = excerpt(text, query, 30)
+    assert "took the kids to the park" in cut
+    spans = sentence_spans(text)
+    assert query.sentence_scores(text, spans) == [
+        sum(query.weights[t] for t in {t for at, t in pattern_occurrences(query, text)
+                                       if start <= at < end})
+        for start, end in spans]
