@@ -14,7 +14,8 @@ without holding the GIL.
 Each user gets its part of the child ready ahead of its first call (`prepare`). A child
 left without calls for IDLE_SECONDS is ended (the next call starts another, in a second or
 two): it holds the rules' pipeline and the embedder, ~80 MiB of private memory, and an
-idle proxy needs neither. The child ignores the terminal's and the service manager's stop
+idle proxy needs neither; one grown past MEMORY_LIMIT_MIB is replaced after its call. The
+child ignores the terminal's and the service manager's stop
 signals (a shutdown distils what is pending before its process exits) and exits when its
 pipe closes: when its parent exits or dies, kill -9 included. A child that dies (killed,
 out of memory, a crash in native code) is replaced: the call it held is tried once more in
@@ -49,6 +50,12 @@ ATTEMPTS = 2
 STOP_SECONDS = 10.0
 # A child with no call for this long is ended; the next call starts another.
 IDLE_SECONDS = 120.0
+# A child whose own memory (anonymous resident pages) passes this is replaced after its
+# call. It grows with every new word form it meets: spaCy's vocabulary keeps one entry per
+# form, with no bound, ~70 MiB more after distilling the 36k turns of the LoCoMo and
+# LongMemEval data, so a child kept busy for weeks would only grow. A new one costs a
+# second or two of CPU and starts at ~80 MiB.
+MEMORY_LIMIT_MIB = 300.0
 _CHILD_MAIN = f"from {__name__} import serve_parent; serve_parent()"
 
 
@@ -131,7 +138,18 @@ class HelperProcess:
             return self._call_child(function, args)
         finally:
             self._last_call = time.monotonic()
+            self._replace_if_grown()
             self._check_idleness_in(IDLE_SECONDS)
+
+    def _replace_if_grown(self) -> None:
+        child = self._child
+        if child is None:
+            return
+        size = _anonymous_mib(child.process.pid)
+        if size is not None and size > MEMORY_LIMIT_MIB:
+            log.info("the helper process holds %.0f MiB (limit %.0f): replacing it",
+                     size, MEMORY_LIMIT_MIB)
+            self._close()
 
     def _call_child(self, function: Callable[..., _R], args: Sequence[object]) -> _R:
         for attempt in range(1, ATTEMPTS + 1):
@@ -183,6 +201,19 @@ class HelperProcess:
             self._close()
         else:
             self._check_idleness_in(IDLE_SECONDS - idle)
+
+
+def _anonymous_mib(pid: int) -> float | None:
+    """A process's anonymous resident memory (its own heap, not mapped files), in MiB;
+    None where /proc does not say (not Linux, or the process is gone)."""
+    try:
+        with open(f"/proc/{pid}/status") as status:
+            for line in status:
+                if line.startswith("RssAnon:"):
+                    return int(line.split()[1]) / 1024  # the kernel reports kB
+    except (OSError, ValueError, IndexError):
+        return None
+    return None
 
 
 def _log_failure(future: Future[object]) -> None:

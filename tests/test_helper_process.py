@@ -1,6 +1,7 @@
 """The helper process: the same drafts as the rules run in place and the same vectors as
 the proxy's own model, a child that dies is replaced, a call that kills it twice fails,
-and the child never outlives its parent (kill -9 included) nor stops before it is told."""
+and the child never outlives its parent (kill -9 included) nor stops before it is told, and
+is replaced when it has grown past its memory limit."""
 
 from __future__ import annotations
 
@@ -142,3 +143,20 @@ async def test_an_idle_child_is_ended_and_the_next_call_starts_another(
         assert await helper.run(os.getpid) == first
     assert _gone(first, 5) and helper.pid is None
     assert await helper.run(os.getpid) not in (None, first)
+
+
+async def test_a_child_grown_past_the_memory_limit_is_replaced_after_its_call(
+    helper: HelperProcess, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import mnemoproxy.memory.helper_process as module
+
+    assert await helper.run(os.getpid) == helper.pid
+    first = helper.pid
+    assert first is not None
+    assert await helper.run(os.getpid) == first  # under the limit: kept
+    monkeypatch.setattr(module, "MEMORY_LIMIT_MIB", 1.0)
+    # The call is answered by the grown child, which is then ended; the next gets another.
+    assert await helper.run(os.getpid) == first
+    assert _gone(first, 10) and helper.pid is None
+    second = await helper.run(distill_session, SESSION)
+    assert asdict(second) == asdict(distill_session(SESSION))
