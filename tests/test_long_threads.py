@@ -364,3 +364,37 @@ def test_a_slow_core_model_does_not_hold_the_chat_past_its_timeout(fake_upstream
         fake_upstream.stall(5)
         headers, _ = chat(server, "ana", thread(40), "s1")
         assert headers["X-Context-Summary"] == "fallback"
+
+
+def test_a_huge_pasted_message_is_counted_off_the_event_loop(server, fake_upstream):
+    """Counting a text seen for the first time can take a second (300k characters of one
+    unbroken piece): other requests are answered meanwhile, not held behind it."""
+    import threading
+    import time
+    import uuid
+
+    paste = "a" * 300_000 + uuid.uuid4().hex  # unseen, so really counted
+    messages = [*thread(3)[:-1], {"role": "user", "content": paste},
+                assistant_turn(3), user_turn(4)]
+    waits: list[float] = []
+    done = threading.Event()
+
+    def probe() -> None:
+        with httpx.Client() as client:
+            while not done.is_set():
+                started = time.perf_counter()
+                assert client.get(server.url + "/health").status_code == 200
+                waits.append(time.perf_counter() - started)
+                time.sleep(0.005)
+
+    prober = threading.Thread(target=probe)
+    prober.start()
+    try:
+        started = time.perf_counter()
+        chat(server, "ana", messages, "s-paste")
+        elapsed = time.perf_counter() - started
+    finally:
+        done.set()
+        prober.join()
+    assert len(waits) >= 3
+    assert max(waits) < max(0.25, elapsed / 2), (max(waits), elapsed)
