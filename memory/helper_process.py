@@ -1,13 +1,15 @@
 """The helper process: CPU work of the background that would otherwise hold the proxy's GIL
-runs beside the proxy in one child process, leaving the proxy's own process to the
+runs beside the proxy in child processes, leaving the proxy's own process to the
 requests, SQLite and the event loop. Two kinds of work go there: rule distillation
 (memory/distill/rules/: about half the CPU an ingest costs) and the embedding worker's
 batches (memory/embedders/offloaded.py). Arguments are pickled in, results pickled out.
 
-One child per proxy process, shared by everything in it (every Memory a test opens), made
-on first use or by `prepare()`: a fresh interpreter (`serve_parent`) that imports only what
-its calls need, nothing of the proxy or of whatever script runs it, and inherits none of
-its threads, sockets or file locks (data_dir's owner lock stays the parent's alone).
+Each HelperProcess is one child, shared by everything in the proxy process (every Memory a
+test opens): HELPER_PROCESS runs the rules, and the embedding batches have one of their
+own (memory/embedders/offloaded.py), so that each kind of work waits only for its own.
+A child is made on first use or by `prepare()`: a fresh interpreter (`serve_parent`) that
+imports only what its calls need, nothing of the proxy or of whatever script runs it, and
+inherits none of its threads, sockets or file locks (data_dir's owner lock stays the parent's alone).
 Calls go one at a time over a pair of pipes, from one thread of the parent that waits
 without holding the GIL.
 

@@ -13,12 +13,17 @@ from collections.abc import Sequence
 import numpy as np
 
 from mnemoproxy.memory.embedders.base import LocalEmbedder, embeddable
-from mnemoproxy.memory.helper_process import HELPER_PROCESS
+from mnemoproxy.memory.helper_process import HelperProcess
 
 # The backends whose batches go to the helper process: local models light enough to hold
 # twice. minilm is not one of them (its weights and activations would double a larger
 # footprint); remote embedders spend no CPU here anyway.
 OFFLOADED_BACKENDS = frozenset({"wordllama"})
+
+# The embedding batches get a helper process of their own, beside the rules': with one child
+# for both, every ingest's distillation waited behind other ingests' embedding and the other
+# way round, on a machine with a core to spare.
+EMBEDDING_HELPER = HelperProcess()
 
 # In the child: the models made so far, by backend.
 _MODELS: dict[str, LocalEmbedder] = {}
@@ -45,10 +50,10 @@ class OffloadedEmbedder:
 
     def prepare(self) -> None:
         """Load the model in the helper process now, in the background."""
-        HELPER_PROCESS.prepare(encode, self._backend, ["warm up"])
+        EMBEDDING_HELPER.prepare(encode, self._backend, ["warm up"])
 
     async def embed(self, texts: Sequence[str]) -> np.ndarray:
-        matrix: np.ndarray = await HELPER_PROCESS.run(encode, self._backend, embeddable(texts))
+        matrix: np.ndarray = await EMBEDDING_HELPER.run(encode, self._backend, embeddable(texts))
         return matrix
 
 
