@@ -9,9 +9,9 @@ test opens): HELPER_PROCESS runs the rules, and the embedding batches have one o
 own (memory/embedders/offloaded.py), so that each kind of work waits only for its own.
 A child is made on first use or by `prepare()`: a fresh interpreter (`serve_parent`) that
 imports only what its calls need, nothing of the proxy or of whatever script runs it, and
-inherits none of its threads, sockets or file locks (data_dir's owner lock stays the parent's alone).
-Calls go one at a time over a pair of pipes, from one thread of the parent that waits
-without holding the GIL.
+inherits none of its threads, sockets or file locks (data_dir's owner lock stays the
+parent's alone). Calls go one at a time over a pair of pipes, from one thread of the parent
+that waits without holding the GIL.
 
 Each user gets its part of the child ready ahead of its first call (`prepare`). A child
 left without calls for IDLE_SECONDS is ended (the next call starts another, in a second or
