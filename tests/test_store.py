@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import sqlite3
+import time
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -63,6 +64,42 @@ async def test_reads_run_side_by_side_and_stop_cleanly_at_close(tmp_path: Path) 
     await store.close()  # a second close is harmless
     with pytest.raises(MemoryFailure, match="closed"):
         await store.bm25_candidates("a", ["zebra"], ("transcript",))
+
+
+async def test_a_write_in_one_hop_commits_all_or_nothing(store: Store) -> None:
+    def agent_then_failure(conn: sqlite3.Connection) -> None:
+        conn.execute("INSERT INTO agents (id, created_at, last_active) VALUES ('a', 1, 1)")
+        raise ValueError("half-way")
+
+    with pytest.raises(ValueError, match="half-way"):
+        await store._write_in_one_hop(agent_then_failure)
+    assert not await store.has_agent("a")  # rolled back
+    returned = await store._write_in_one_hop(
+        lambda conn: conn.execute("INSERT INTO agents (id, created_at, last_active) "
+                                  "VALUES ('a', 1, 1) RETURNING 1").fetchone()[0]
+    )
+    assert returned == 1 and await store.has_agent("a")  # the writer is usable after
+
+
+async def test_a_cancelled_write_in_one_hop_ends_before_its_caller_hears(
+    store: Store,
+) -> None:
+    started = asyncio.Event()
+    loop = asyncio.get_running_loop()
+
+    def slow(conn: sqlite3.Connection) -> None:
+        loop.call_soon_threadsafe(started.set)
+        conn.execute("INSERT INTO agents (id, created_at, last_active) VALUES ('a', 1, 1)")
+        time.sleep(0.2)
+
+    write = asyncio.create_task(store._write_in_one_hop(slow))
+    await started.wait()
+    write.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await write
+    # Cancelled while it ran: the cancellation reaches the caller once it has committed
+    # (the write lock held until then), never with the transaction still open.
+    assert await store.has_agent("a")
 
 
 async def test_session_is_created_once_per_key(store: Store) -> None:

@@ -39,8 +39,9 @@ class BrowseQueries(Database):
 
     async def ensure_agent(self, agent_id: str) -> None:
         """The agent exists from now on (a fact added by hand may be its first memory)."""
-        async with self._write() as db:
-            await upsert_agent(db, require_agent(agent_id), time.time())
+        require_agent(agent_id)
+        now = time.time()
+        await self._write_in_one_hop(lambda db: upsert_agent(db, agent_id, now))
 
     async def set_fact_salience(self, agent_id: str, fact_id: int, salience: float) -> bool:
         """Set a current fact's salience; False when there is no such current fact."""

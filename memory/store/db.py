@@ -7,7 +7,9 @@ connection serves reads, which WAL lets run while a write is in progress.
 The reader is a plain sqlite3 connection owned by one thread, so that a read made of
 several statements (a search's term statistics and ranking, a fetch across item types)
 runs them all in one hop to that thread: under load each hop costs more than the
-statements themselves.
+statements themselves. Writes do the same with `_write_in_one_hop()`: a transaction of
+several statements, planned in Python between them, is one function on the writer's
+thread, and the write lock is held for one hop instead of one per statement.
 """
 
 from __future__ import annotations
@@ -77,6 +79,19 @@ def private(folder: Path, database: Path) -> None:
     for file in (database, *(database.with_name(database.name + s) for s in ("-wal", "-shm"))):
         if file.exists():
             os.chmod(file, 0o600)
+
+
+async def _on_writer_thread(
+    writer: aiosqlite.Connection, run: Callable[[sqlite3.Connection], T]
+) -> T:
+    """`run(connection)` on the writer's own thread, over its sqlite3 connection.
+
+    aiosqlite has no public call for this: `Connection._execute(fn)` queues `fn` on the
+    connection's thread (the one every statement of `_write()` runs on, in order) and
+    `Connection._conn` is the sqlite3 connection it owns (checked against aiosqlite
+    0.22). Both are private, so they are used here and nowhere else."""
+    result: T = await writer._execute(lambda: run(writer._conn))
+    return result
 
 
 class Reader:
@@ -187,6 +202,38 @@ class Database:
                 await self._writer.rollback()
                 raise
             await self._writer.commit()
+
+    async def _write_in_one_hop(self, write: Callable[[sqlite3.Connection], T]) -> T:
+        """Run `write(connection)`, plain synchronous sqlite3 calls, as one write
+        transaction on the writer's thread (BEGIN IMMEDIATE, COMMIT; ROLLBACK when it
+        raises): the same transaction as `_write()`, in one hop instead of one per
+        statement, so that writers wait for each other's statements, not for the event loop.
+
+        Once queued the transaction runs to its end (commit or rollback) even if the caller
+        is cancelled meanwhile, and the write lock is held until it has: no other write can
+        interleave with it, and a turn handed over is recorded or fails, never half-way."""
+
+        def in_one_transaction(conn: sqlite3.Connection) -> T:
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                result = write(conn)
+                conn.commit()
+            except BaseException:
+                if conn.in_transaction:
+                    conn.rollback()
+                raise
+            return result
+
+        async with self._write_lock:
+            done = asyncio.ensure_future(_on_writer_thread(self._writer, in_one_transaction))
+            try:
+                return await asyncio.shield(done)
+            except asyncio.CancelledError:
+                if not done.done():
+                    await asyncio.wait([done])  # the lock stays held until it is over
+                if not done.cancelled():
+                    done.exception()  # its failure, if any, rolled back: the caller has gone
+                raise
 
     async def _read(self, read: Callable[[sqlite3.Connection], T]) -> T:
         """Run a read of several statements on the reader connection in one hop, all of

@@ -8,12 +8,11 @@ scratch, never twice over (a duplicate episode, facts counted twice).
 
 from __future__ import annotations
 
+import sqlite3
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
-
-import aiosqlite
 
 from mnemoproxy.memory.facts import FactAction, KnownFact
 from mnemoproxy.memory.models import EpisodeDraft, FactDraft
@@ -77,30 +76,31 @@ class DistillationQueries(ItemQueries):
         first, or the session was forgotten meanwhile."""
         require_agent(agent_id)
         d = distillation
-        applied = AppliedDistillation()
         now = time.time()
-        async with self._write() as db:
-            if not await _all_pending(db, agent_id, d.signal_ids):
+
+        def write(db: sqlite3.Connection) -> AppliedDistillation | None:
+            if not _all_pending(db, agent_id, d.signal_ids):
                 return None
+            applied = AppliedDistillation()
             if d.episode is not None and d.episode.summary.strip():
-                applied.episode_id = await insert_episode_row(
+                applied.episode_id = insert_episode_row(
                     db, agent_id, d.episode, d.session_id, d.started_at, d.ended_at, now
                 )
-                await upsert_entity_rows(db, agent_id, d.episode.entities, d.ended_at)
+                upsert_entity_rows(db, agent_id, d.episode.entities, d.ended_at)
             # The procedures it taught (an episode without a summary may carry them alone).
-            procedures = await upsert_procedure_rows(
+            procedures = upsert_procedure_rows(
                 db, agent_id, d.episode.procedures if d.episode else [], d.session_id,
                 d.ended_at)
             known = [
                 KnownFact(f.id, f.kind, f.slot, f.content, f.valid_from)
-                for f in await current_fact_rows(db, agent_id)
+                for f in current_fact_rows(db, agent_id)
             ]
             since = {fact.id: fact.since for fact in known}
             for action in plan_facts(d.facts, known):
                 existing = action.existing_id
                 if action.action == "merge" and existing is not None:
                     salience = action.draft.salience
-                    if await merge_fact_row(db, agent_id, existing, salience, d.ended_at):
+                    if merge_fact_row(db, agent_id, existing, salience, d.ended_at):
                         applied.facts_merged += 1
                         continue
                     existing = None  # gone meanwhile: the restatement revives it
@@ -108,46 +108,52 @@ class DistillationQueries(ItemQueries):
                     if d.ended_at < since.get(existing, 0.0):
                         # An older statement ("I live in Berlin" from a session before the
                         # one that said Lisbon) is history, never the current value.
-                        await insert_fact_row(
+                        insert_fact_row(
                             db, agent_id, action.draft, d.session_id, d.ended_at,
                             valid_to=since[existing], superseded_by=existing,
                         )
                         applied.facts_historical += 1
                         continue
-                    await supersede_fact_row(
+                    supersede_fact_row(
                         db, agent_id, existing, action.draft, d.session_id, d.ended_at
                     )
                     applied.facts_superseded += 1
                 else:
-                    await insert_fact_row(db, agent_id, action.draft, d.session_id, d.ended_at)
+                    insert_fact_row(db, agent_id, action.draft, d.session_id, d.ended_at)
                     applied.facts_added += 1
             # At most identity_max identity facts: the most salient, then the newest.
-            identity = await current_fact_rows(db, agent_id, "identity")
+            identity = current_fact_rows(db, agent_id, "identity")
             for fact in identity[identity_max:]:
-                await delete_fact_row(db, agent_id, fact.id, now)
+                delete_fact_row(db, agent_id, fact.id, now)
             applied.identity_facts = min(len(identity), identity_max)
-            await set_signal_status_rows(db, agent_id, d.signal_ids, "done", None)
-            await mark_session_distilled_row(db, agent_id, d.session_id, now)
-            await log_event_row(
+            set_signal_status_rows(db, agent_id, d.signal_ids, "done", None)
+            mark_session_distilled_row(db, agent_id, d.session_id, now)
+            log_event_row(
                 db, agent_id, DISTILLED_EVENT,
                 {**{k: v for k, v in asdict(applied).items() if v is not None},
                  **({"procedures": procedures} if procedures else {}), **(log_detail or {})},
                 d.session_id, now,
             )
+            return applied
+
+        # Planned and written on the writer's thread: one hop, however many facts.
+        applied = await self._write_in_one_hop(write)
+        if applied is None:
+            return None
         if applied.episode_id is not None or applied.facts_added or applied.facts_superseded:
             self.content_changed.set()
         self._entity_cache.pop(agent_id, None)
         return applied
 
 
-async def _all_pending(db: aiosqlite.Connection, agent_id: str, signal_ids: Sequence[int]) -> bool:
+def _all_pending(db: sqlite3.Connection, agent_id: str, signal_ids: Sequence[int]) -> bool:
     wanted = set(signal_ids)
     if not wanted:
         return True
-    cursor = await db.execute(
+    cursor = db.execute(
         f"SELECT COUNT(*) FROM pending_signals WHERE agent_id = ? AND status = 'pending' "
         f"AND id IN ({', '.join('?' * len(wanted))})",
         (agent_id, *wanted),
     )
-    row = await cursor.fetchone()
+    row = cursor.fetchone()
     return row is not None and row[0] == len(wanted)

@@ -64,22 +64,26 @@ class DocumentQueries(Database):
         """Store a document and its chunks in one transaction (the agent is created when
         new); returns the document's id. The chunks are queued for vectors."""
         require_agent(agent_id)
-        at = time.time() if at is None else at
-        async with self._write() as db:
-            await upsert_agent(db, agent_id, at)
-            cursor = await db.execute(
+        stored_at = time.time() if at is None else at
+
+        def write(db: sqlite3.Connection) -> int:
+            upsert_agent(db, agent_id, stored_at)
+            cursor = db.execute(
                 "INSERT INTO documents (agent_id, title, source, media_type, size_bytes, "
                 "chunk_count, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
-                (agent_id, title, source, media_type, size_bytes, len(chunks), at),
+                (agent_id, title, source, media_type, size_bytes, len(chunks), stored_at),
             )
             document_id = cursor.lastrowid
             assert document_id is not None
-            await db.executemany(
+            db.executemany(
                 "INSERT INTO document_chunks (agent_id, document_id, position, title, heading, "
                 "page, content, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                [(agent_id, document_id, position, title, heading, page, text, at)
+                [(agent_id, document_id, position, title, heading, page, text, stored_at)
                  for position, heading, page, text in chunks],
             )
+            return document_id
+
+        document_id = await self._write_in_one_hop(write)
         self.content_changed.set()
         return int(document_id)
 

@@ -8,11 +8,10 @@ returns only current facts.
 from __future__ import annotations
 
 import json
+import sqlite3
 import time
 from collections.abc import Iterable, Sequence
 from typing import Any
-
-import aiosqlite
 
 from mnemoproxy.memory.models import EpisodeDraft, FactDraft
 from mnemoproxy.memory.store.db import Database, require_agent
@@ -56,11 +55,12 @@ class ItemQueries(Database):
     ) -> int:
         """A fact stated at `at` (default now), stored at `stored_at` (default now)."""
         require_agent(agent_id)
-        at = time.time() if at is None else at
-        async with self._write() as db:
-            new_id = await insert_fact_row(
-                db, agent_id, draft, source_session_id, at, stored_at=stored_at
+        stated_at = time.time() if at is None else at
+        new_id = await self._write_in_one_hop(
+            lambda db: insert_fact_row(
+                db, agent_id, draft, source_session_id, stated_at, stored_at=stored_at
             )
+        )
         self.content_changed.set()
         return new_id
 
@@ -70,10 +70,10 @@ class ItemQueries(Database):
         """A restatement of a current fact: one more source, the higher salience.
         False when the fact is not current (superseded or deleted meanwhile)."""
         require_agent(agent_id)
-        async with self._write() as db:
-            return await merge_fact_row(
-                db, agent_id, fact_id, salience, time.time() if at is None else at
-            )
+        restated_at = time.time() if at is None else at
+        return await self._write_in_one_hop(
+            lambda db: merge_fact_row(db, agent_id, fact_id, salience, restated_at)
+        )
 
     async def supersede_fact(
         self,
@@ -87,19 +87,22 @@ class ItemQueries(Database):
         """Insert `draft` as the fact replacing `old_fact_id`, closing the old row, in one
         transaction. Returns the new fact's id."""
         require_agent(agent_id)
-        at = time.time() if at is None else at
-        async with self._write() as db:
-            new_id = await supersede_fact_row(
-                db, agent_id, old_fact_id, draft, source_session_id, at
+        stated_at = time.time() if at is None else at
+        new_id = await self._write_in_one_hop(
+            lambda db: supersede_fact_row(
+                db, agent_id, old_fact_id, draft, source_session_id, stated_at
             )
+        )
         self.content_changed.set()
         return new_id
 
     async def delete_fact(self, agent_id: str, fact_id: int, at: float | None = None) -> bool:
         """Soft-delete: the row stays for history, reads no longer see it."""
         require_agent(agent_id)
-        async with self._write() as db:
-            return await delete_fact_row(db, agent_id, fact_id, time.time() if at is None else at)
+        deleted_at = time.time() if at is None else at
+        return await self._write_in_one_hop(
+            lambda db: delete_fact_row(db, agent_id, fact_id, deleted_at)
+        )
 
     async def list_facts(
         self,
@@ -148,11 +151,12 @@ class ItemQueries(Database):
         at: float | None = None,
     ) -> int:
         require_agent(agent_id)
-        at = time.time() if at is None else at
-        async with self._write() as db:
-            episode_id = await insert_episode_row(
-                db, agent_id, draft, session_id, started_at, ended_at, at
+        stored_at = time.time() if at is None else at
+        episode_id = await self._write_in_one_hop(
+            lambda db: insert_episode_row(
+                db, agent_id, draft, session_id, started_at, ended_at, stored_at
             )
+        )
         self.content_changed.set()
         return episode_id
 
@@ -191,11 +195,10 @@ class ItemQueries(Database):
     ) -> None:
         """Count a mention of each name; names match case-insensitively, first spelling kept."""
         require_agent(agent_id)
-        at = time.time() if at is None else at
+        seen_at = time.time() if at is None else at
         if not any(name and name.strip() for name in names):
             return
-        async with self._write() as db:
-            await upsert_entity_rows(db, agent_id, names, at)
+        await self._write_in_one_hop(lambda db: upsert_entity_rows(db, agent_id, names, seen_at))
         self._entity_cache.pop(agent_id, None)  # the next read fetches the new names
 
     def drop_cached_entities(self, agent_id: str) -> None:
@@ -217,12 +220,13 @@ class ItemQueries(Database):
         return names
 
 
-# -- one statement's worth of SQL on an open write transaction, shared by the methods above
-#    and by the distillation that applies many of them at once (store/distillations.py)
+# -- one statement's worth of SQL on an open write transaction (plain sqlite3 calls, run on
+#    the writer's thread by `_write_in_one_hop`), shared by the methods above and by the
+#    distillation that applies many of them at once (store/distillations.py)
 
 
-async def insert_fact_row(
-    db: aiosqlite.Connection,
+def insert_fact_row(
+    db: sqlite3.Connection,
     agent_id: str,
     draft: FactDraft,
     source_session_id: int | None,
@@ -234,7 +238,7 @@ async def insert_fact_row(
 ) -> int:
     """A fact stated at `at` (valid_from and its last reinforcement), stored at `stored_at`
     (created_at; default now). With `valid_to` it is inserted as history straight away."""
-    cursor = await db.execute(
+    cursor = db.execute(
         "INSERT INTO facts (agent_id, kind, slot, content, tags_json, salience, valid_from, "
         "valid_to, superseded_by, source_session_id, created_at, updated_at) "
         "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
@@ -244,17 +248,17 @@ async def insert_fact_row(
             time.time() if stored_at is None else stored_at, at,
         ),
     )
-    row = await cursor.fetchone()
+    row = cursor.fetchone()
     assert row is not None
     return int(row[0])
 
 
-async def merge_fact_row(
-    db: aiosqlite.Connection, agent_id: str, fact_id: int, salience: float, at: float
+def merge_fact_row(
+    db: sqlite3.Connection, agent_id: str, fact_id: int, salience: float, at: float
 ) -> bool:
     """One more source for a fact; its last reinforcement (updated_at) only moves forward,
     so a restatement from an older session never ages the fact."""
-    cursor = await db.execute(
+    cursor = db.execute(
         "UPDATE facts SET source_count = source_count + 1, "
         f"salience = MAX(salience, ?), updated_at = MAX(updated_at, ?) "
         f"WHERE agent_id = ? AND id = ? AND {_CURRENT}",
@@ -263,16 +267,16 @@ async def merge_fact_row(
     return cursor.rowcount == 1
 
 
-async def supersede_fact_row(
-    db: aiosqlite.Connection,
+def supersede_fact_row(
+    db: sqlite3.Connection,
     agent_id: str,
     old_fact_id: int,
     draft: FactDraft,
     source_session_id: int | None,
     at: float,
 ) -> int:
-    new_id = await insert_fact_row(db, agent_id, draft, source_session_id, at)
-    await db.execute(
+    new_id = insert_fact_row(db, agent_id, draft, source_session_id, at)
+    db.execute(
         f"UPDATE facts SET valid_to = ?, superseded_by = ?, updated_at = ? "
         f"WHERE agent_id = ? AND id = ? AND {_CURRENT}",
         (at, new_id, at, agent_id, old_fact_id),
@@ -280,19 +284,19 @@ async def supersede_fact_row(
     return new_id
 
 
-async def delete_fact_row(db: aiosqlite.Connection, agent_id: str, fact_id: int, at: float) -> bool:
-    cursor = await db.execute(
+def delete_fact_row(db: sqlite3.Connection, agent_id: str, fact_id: int, at: float) -> bool:
+    cursor = db.execute(
         "UPDATE facts SET deleted_at = ? WHERE agent_id = ? AND id = ? AND deleted_at IS NULL",
         (at, agent_id, fact_id),
     )
     return cursor.rowcount == 1
 
 
-async def current_fact_rows(
-    db: aiosqlite.Connection, agent_id: str, kind: str | None = None
+def current_fact_rows(
+    db: sqlite3.Connection, agent_id: str, kind: str | None = None
 ) -> list[Fact]:
-    cursor = await db.execute(*_current_facts_query(agent_id, kind, None))
-    return [Fact.from_row(row) for row in await cursor.fetchall()]
+    cursor = db.execute(*_current_facts_query(agent_id, kind, None))
+    return [Fact.from_row(row) for row in cursor.fetchall()]
 
 
 def _current_facts_query(
@@ -309,8 +313,8 @@ def _current_facts_query(
     return sql + " ORDER BY salience DESC, updated_at DESC, id", params
 
 
-async def insert_episode_row(
-    db: aiosqlite.Connection,
+def insert_episode_row(
+    db: sqlite3.Connection,
     agent_id: str,
     draft: EpisodeDraft,
     session_id: int | None,
@@ -318,7 +322,7 @@ async def insert_episode_row(
     ended_at: float | None,
     at: float,
 ) -> int:
-    cursor = await db.execute(
+    cursor = db.execute(
         "INSERT INTO episodes (agent_id, session_id, summary, topics_json, entities_json,"
         " decisions_json, action_items_json, salience, started_at, ended_at, created_at)"
         " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
@@ -328,18 +332,18 @@ async def insert_episode_row(
             json.dumps(draft.action_items), draft.salience, started_at, ended_at, at,
         ),
     )
-    row = await cursor.fetchone()
+    row = cursor.fetchone()
     assert row is not None
     return int(row[0])
 
 
-async def upsert_entity_rows(
-    db: aiosqlite.Connection, agent_id: str, names: Sequence[str], at: float
+def upsert_entity_rows(
+    db: sqlite3.Connection, agent_id: str, names: Sequence[str], at: float
 ) -> None:
     """Count a mention of each name; names match case-insensitively, first spelling kept."""
     cleaned = [name.strip() for name in names if name and name.strip()]
     if cleaned:
-        await db.executemany(
+        db.executemany(
             "INSERT INTO entities (agent_id, name, mention_count, first_seen, last_seen) "
             "VALUES (?, ?, 1, ?, ?) ON CONFLICT (agent_id, name) DO UPDATE SET "
             "mention_count = mention_count + 1, last_seen = MAX(last_seen, excluded.last_seen)",

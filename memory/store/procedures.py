@@ -13,8 +13,6 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-import aiosqlite
-
 from mnemoproxy.memory.models import ProcedureDraft
 from mnemoproxy.memory.query_terms import STOP_WORDS, quoted
 from mnemoproxy.memory.store.db import Database, require_agent
@@ -47,12 +45,12 @@ def name_key(name: str) -> str:
     return " ".join(name.casefold().split())
 
 
-async def upsert_procedure_row(
-    db: aiosqlite.Connection, agent_id: str, draft: ProcedureDraft,
+def upsert_procedure_row(
+    db: sqlite3.Connection, agent_id: str, draft: ProcedureDraft,
     session_id: int | None, at: float,
 ) -> int:
     """Store `draft`, replacing the agent's procedure of the same name; returns its id."""
-    cursor = await db.execute(
+    cursor = db.execute(
         "INSERT INTO procedures (agent_id, name, name_key, applies_when, steps_json, "
         "source_session_id, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?) "
         "ON CONFLICT (agent_id, name_key) DO UPDATE SET name = excluded.name, "
@@ -62,7 +60,7 @@ async def upsert_procedure_row(
         (agent_id, draft.name, name_key(draft.name), draft.applies_when,
          json.dumps(draft.steps, ensure_ascii=False), session_id, at, at),
     )
-    row = await cursor.fetchone()
+    row = cursor.fetchone()
     assert row is not None
     return int(row[0])
 
@@ -86,10 +84,13 @@ class ProcedureQueries(Database):
         """Store a procedure (the agent is created when new), replacing one of the same
         name; returns its id."""
         require_agent(agent_id)
-        at = time.time() if at is None else at
-        async with self._write() as db:
-            await upsert_agent(db, agent_id, at)
-            return await upsert_procedure_row(db, agent_id, draft, session_id, at)
+        stored_at = time.time() if at is None else at
+
+        def write(db: sqlite3.Connection) -> int:
+            upsert_agent(db, agent_id, stored_at)
+            return upsert_procedure_row(db, agent_id, draft, session_id, stored_at)
+
+        return await self._write_in_one_hop(write)
 
     async def update_procedure(
         self, agent_id: str, procedure_id: int, draft: ProcedureDraft
@@ -148,10 +149,10 @@ class ProcedureQueries(Database):
         return [StoredProcedure.from_row(row) for row in rows]
 
 
-async def upsert_procedure_rows(
-    db: aiosqlite.Connection, agent_id: str, drafts: Sequence[ProcedureDraft],
+def upsert_procedure_rows(
+    db: sqlite3.Connection, agent_id: str, drafts: Sequence[ProcedureDraft],
     session_id: int | None, at: float,
 ) -> int:
     for draft in drafts:
-        await upsert_procedure_row(db, agent_id, draft, session_id, at)
+        upsert_procedure_row(db, agent_id, draft, session_id, at)
     return len(drafts)

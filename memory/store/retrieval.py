@@ -273,22 +273,25 @@ class RetrievalQueries(Database):
     ) -> None:
         """Store (item_type, item_id, agent_id, content_hash, float32 LE blob) rows and take
         `dequeue` off the embedding queue, in one transaction."""
-        async with self._write() as db:
-            await db.executemany(
+
+        def write(db: sqlite3.Connection) -> None:
+            db.executemany(
                 "INSERT OR REPLACE INTO embeddings "
                 "(item_type, item_id, agent_id, model, content_hash, vector) "
                 "VALUES (?, ?, ?, ?, ?, ?)",
                 [(t, i, a, model, h, v) for t, i, a, h, v in rows],
             )
-            await db.executemany(
+            db.executemany(
                 "DELETE FROM embedding_queue WHERE item_type = ? AND item_id = ?", dequeue
             )
             # A re-worded item that was set aside and now embeds is no longer a failure.
-            await db.executemany(
+            db.executemany(
                 "DELETE FROM embedding_failures WHERE item_type = ? AND item_id = ? "
                 "AND model = ?",
                 [(t, i, model) for t, i, _, _, _ in rows],
             )
+
+        await self._write_in_one_hop(write)
 
     async def set_aside_embedding(
         self, model: str, item_type: ItemType, item_id: int, reason: str

@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 import json
+import sqlite3
 import time
 from typing import Any
-
-import aiosqlite
 
 from mnemoproxy.memory.store.db import Database, require_agent
 
@@ -17,10 +16,10 @@ class SessionQueries(Database):
     ) -> int:
         """The session's id for this key, creating it (and the agent) on first sight."""
         require_agent(agent_id)
-        async with self._write() as db:
-            return await upsert_session(
-                db, agent_id, session_key, time.time() if at is None else at, None
-            )
+        started_at = time.time() if at is None else at
+        return await self._write_in_one_hop(
+            lambda db: upsert_session(db, agent_id, session_key, started_at, None)
+        )
 
     async def session_progress(self, agent_id: str, session_key: str) -> tuple[int | None, int]:
         """(the session's id, None when new; the index its next turn gets) in one read, so
@@ -46,10 +45,10 @@ class SessionQueries(Database):
         self, agent_id: str, session_id: int, at: float | None = None
     ) -> None:
         require_agent(agent_id)
-        async with self._write() as db:
-            await mark_session_distilled_row(
-                db, agent_id, session_id, time.time() if at is None else at
-            )
+        distilled_at = time.time() if at is None else at
+        await self._write_in_one_hop(
+            lambda db: mark_session_distilled_row(db, agent_id, session_id, distilled_at)
+        )
 
     # -- processing log ---------------------------------------------------------------------
 
@@ -62,10 +61,10 @@ class SessionQueries(Database):
         at: float | None = None,
     ) -> None:
         require_agent(agent_id)
-        async with self._write() as db:
-            await log_event_row(
-                db, agent_id, event, detail, session_id, time.time() if at is None else at
-            )
+        logged_at = time.time() if at is None else at
+        await self._write_in_one_hop(
+            lambda db: log_event_row(db, agent_id, event, detail, session_id, logged_at)
+        )
 
     async def processing_log(self, agent_id: str, limit: int = 100) -> list[dict[str, Any]]:
         rows = await self._fetchall(
@@ -79,16 +78,16 @@ class SessionQueries(Database):
         ]
 
 
-async def upsert_agent(db: aiosqlite.Connection, agent_id: str, at: float) -> None:
-    await db.execute(
+def upsert_agent(db: sqlite3.Connection, agent_id: str, at: float) -> None:
+    db.execute(
         "INSERT INTO agents (id, created_at, last_active) VALUES (?, ?, ?) "
         "ON CONFLICT (id) DO UPDATE SET last_active = MAX(last_active, excluded.last_active)",
         (agent_id, at, at),
     )
 
 
-async def upsert_session(
-    db: aiosqlite.Connection,
+def upsert_session(
+    db: sqlite3.Connection,
     agent_id: str,
     session_key: str,
     started_at: float,
@@ -96,8 +95,8 @@ async def upsert_session(
 ) -> int:
     """The session's id, creating it (and the agent) on first sight; its last turn time
     moves forward to `last_turn_at` (None: unchanged). One statement for the hot path."""
-    await upsert_agent(db, agent_id, started_at if last_turn_at is None else last_turn_at)
-    cursor = await db.execute(
+    upsert_agent(db, agent_id, started_at if last_turn_at is None else last_turn_at)
+    cursor = db.execute(
         "INSERT INTO sessions (agent_id, session_key, started_at, last_turn_at) "
         "VALUES (?, ?, ?, ?) ON CONFLICT (agent_id, session_key) DO UPDATE SET "
         # SQLite's MAX of several values is NULL when one is: the COALESCE keeps the other.
@@ -105,40 +104,40 @@ async def upsert_session(
         "excluded.last_turn_at) RETURNING id",
         (agent_id, session_key, started_at, last_turn_at),
     )
-    row = await cursor.fetchone()
+    row = cursor.fetchone()
     assert row is not None
     return int(row[0])
 
 
-async def touch_session(
-    db: aiosqlite.Connection, agent_id: str, session_id: int, at: float
+def touch_session(
+    db: sqlite3.Connection, agent_id: str, session_id: int, at: float
 ) -> None:
-    await db.execute(
+    db.execute(
         "UPDATE sessions SET last_turn_at = MAX(COALESCE(last_turn_at, 0), ?) "
         "WHERE agent_id = ? AND id = ?",
         (at, agent_id, session_id),
     )
-    await upsert_agent(db, agent_id, at)
+    upsert_agent(db, agent_id, at)
 
 
-async def mark_session_distilled_row(
-    db: aiosqlite.Connection, agent_id: str, session_id: int, at: float
+def mark_session_distilled_row(
+    db: sqlite3.Connection, agent_id: str, session_id: int, at: float
 ) -> None:
-    await db.execute(
+    db.execute(
         "UPDATE sessions SET distilled_at = ? WHERE agent_id = ? AND id = ?",
         (at, agent_id, session_id),
     )
 
 
-async def log_event_row(
-    db: aiosqlite.Connection,
+def log_event_row(
+    db: sqlite3.Connection,
     agent_id: str,
     event: str,
     detail: dict[str, Any] | None,
     session_id: int | None,
     at: float,
 ) -> None:
-    await db.execute(
+    db.execute(
         "INSERT INTO processing_log (agent_id, session_id, event, detail_json, at) "
         "VALUES (?, ?, ?, ?, ?)",
         (agent_id, session_id, event, json.dumps(detail or {}), at),

@@ -10,6 +10,7 @@ or distilled, and it goes when its session or agent is forgotten (forget.py).
 
 from __future__ import annotations
 
+import sqlite3
 import time
 from dataclasses import dataclass
 
@@ -48,9 +49,10 @@ class ThreadQueries(Database):
         if new, so that forgetting it always finds (and removes) the row."""
         require_agent(agent_id)
         now = time.time()
-        async with self._write() as db:
-            await upsert_agent(db, agent_id, now)
-            await db.execute(
+
+        def write(db: sqlite3.Connection) -> None:
+            upsert_agent(db, agent_id, now)
+            db.execute(
                 "INSERT INTO thread_summaries (agent_id, session_key, covered, turns, digest, "
                 "summary, author, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) "
                 "ON CONFLICT (agent_id, session_key) DO UPDATE SET covered = excluded.covered, "
@@ -59,6 +61,8 @@ class ThreadQueries(Database):
                 (agent_id, session_key, summary.covered, summary.turns, summary.digest,
                  summary.summary, summary.author, now, now),
             )
+
+        await self._write_in_one_hop(write)
 
     async def thread_summary_count(self, agent_id: str) -> int:
         """How many sessions of the agent have a summary kept (tests, upkeep)."""

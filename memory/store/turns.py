@@ -3,11 +3,10 @@ pending signals that queue turns for distillation (durable across restarts)."""
 
 from __future__ import annotations
 
+import sqlite3
 import time
 from collections.abc import Sequence
 from typing import Any
-
-import aiosqlite
 
 from mnemoproxy.memory.models import Turn
 from mnemoproxy.memory.store.db import Database, require_agent
@@ -26,15 +25,19 @@ class TurnQueries(Database):
         if not messages:
             return 0
         rows = [(agent_id, session_id, m.turn_index, m.role, m.content, m.at) for m in messages]
-        async with self._write() as db:
-            cursor = await db.executemany(
+        last = max(m.at for m in messages)
+
+        def write(db: sqlite3.Connection) -> int:
+            cursor = db.executemany(
                 "INSERT OR IGNORE INTO transcript "
                 "(agent_id, session_id, turn_index, role, content, at) VALUES (?, ?, ?, ?, ?, ?)",
                 rows,
             )
             added = cursor.rowcount  # summed over the statements; ignored rows count 0
-            last = max(m.at for m in messages)
-            await touch_session(db, agent_id, session_id, last)
+            touch_session(db, agent_id, session_id, last)
+            return added
+
+        added = await self._write_in_one_hop(write)
         if added:
             self.content_changed.set()
         return added
@@ -58,13 +61,14 @@ class TurnQueries(Database):
         stamped = [(i, t, t.at.timestamp() if t.at is not None else now) for i, t in turns]
         first = stamped[0][2] if stamped else now
         last = max((at for _, _, at in stamped), default=None)
-        async with self._write() as db:
-            session_id = await upsert_session(
+
+        def write(db: sqlite3.Connection) -> tuple[int, int]:
+            session_id = upsert_session(
                 db, agent_id, session_key, first if started_at is None else started_at, last
             )
             if not stamped:
                 return session_id, 0
-            cursor = await db.executemany(
+            cursor = db.executemany(
                 "INSERT OR IGNORE INTO transcript "
                 "(agent_id, session_id, turn_index, role, content, at) VALUES (?, ?, ?, ?, ?, ?)",
                 [
@@ -76,11 +80,14 @@ class TurnQueries(Database):
             # A turn is its two messages, stored together or not at all.
             new_turns = cursor.rowcount // 2
             if queue_signals and new_turns:
-                await db.executemany(
+                db.executemany(
                     "INSERT OR IGNORE INTO pending_signals (agent_id, session_id, "
                     "turn_index, user_text, assistant_text, at) VALUES (?, ?, ?, ?, ?, ?)",
                     [(agent_id, session_id, i, t.user, t.assistant, at) for i, t, at in stamped],
                 )
+            return session_id, new_turns
+
+        session_id, new_turns = await self._write_in_one_hop(write)
         if new_turns:
             self.content_changed.set()
         return session_id, new_turns
@@ -115,17 +122,20 @@ class TurnQueries(Database):
     ) -> bool:
         """Queue one turn for distillation; False when that turn was already queued."""
         require_agent(agent_id)
-        at = time.time() if at is None else at
-        async with self._write() as db:
-            cursor = await db.execute(
+        queued_at = time.time() if at is None else at
+
+        def write(db: sqlite3.Connection) -> bool:
+            cursor = db.execute(
                 "INSERT OR IGNORE INTO pending_signals "
                 "(agent_id, session_id, turn_index, user_text, assistant_text, at) "
                 "VALUES (?, ?, ?, ?, ?, ?)",
-                (agent_id, session_id, turn_index, user_text, assistant_text, at),
+                (agent_id, session_id, turn_index, user_text, assistant_text, queued_at),
             )
             added = cursor.rowcount == 1
-            await touch_session(db, agent_id, session_id, at)
-        return added
+            touch_session(db, agent_id, session_id, queued_at)
+            return added
+
+        return await self._write_in_one_hop(write)
 
     async def pending_signals(self, agent_id: str, session_id: int) -> list[PendingSignal]:
         rows = await self._fetchall(
@@ -188,18 +198,19 @@ class TurnQueries(Database):
         self, agent_id: str, signal_ids: Sequence[int], status: str, error: str | None
     ) -> None:
         require_agent(agent_id)
-        async with self._write() as db:
-            await set_signal_status_rows(db, agent_id, signal_ids, status, error)
+        await self._write_in_one_hop(
+            lambda db: set_signal_status_rows(db, agent_id, signal_ids, status, error)
+        )
 
 
-async def set_signal_status_rows(
-    db: aiosqlite.Connection,
+def set_signal_status_rows(
+    db: sqlite3.Connection,
     agent_id: str,
     signal_ids: Sequence[int],
     status: str,
     error: str | None,
 ) -> None:
-    await db.execute(
+    db.execute(
         f"UPDATE pending_signals SET status = ?, last_error = COALESCE(?, last_error) "
         f"WHERE agent_id = ? AND id IN ({_placeholders(signal_ids)})",
         (status, error, agent_id, *signal_ids),
