@@ -76,6 +76,14 @@ def common_words(messages: Sequence[str]) -> frozenset[str]:
     return frozenset(word for word, count in holding.items() if count >= least)
 
 
+def names_among(text: str, words: frozenset[str]) -> frozenset[str]:
+    """The words of `words` that `text` writes as a name (capitalised, as written there):
+    `without` takes them out of the search, but the question is still about that person."""
+    return frozenset(
+        word for word in _WORD.findall(text) if word[0].isupper() and word.lower() in words
+    )
+
+
 def without(text: str, words: frozenset[str]) -> str:
     """`text` with `words` (and their possessive 's) taken out; `text` itself when that
     would leave no word."""

@@ -6,7 +6,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from mnemoproxy.gate.excerpt import ELLIPSIS, FIND_FROM, Query, excerpt, sentence_spans, stem
-from mnemoproxy.memory.common_terms import common_words, without
+from mnemoproxy.memory.common_terms import common_words, names_among, without
 
 LONG = (
     "Thanks for asking! We spent most of the weekend at my parents' place. "
@@ -103,3 +103,11 @@ def test_a_long_message_is_excerpted_as_a_short_one_would_be() -> None:
         sum(query.weights[t] for t in {t for at, t in pattern_occurrences(query, text)
                                        if start <= at < end})
         for start, end in spans]
+
+
+def test_a_common_word_the_question_writes_as_a_name_is_a_name_asked_about() -> None:
+    common = frozenset({"melanie", "caroline", "paint"})
+    assert names_among("When did Melanie's kids paint with Caroline?", common) == {
+        "Melanie", "Caroline"}
+    assert names_among("what did melanie paint?", common) == frozenset()
+    assert names_among("When did Anna paint?", common) == frozenset()

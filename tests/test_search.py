@@ -15,7 +15,7 @@ from mnemoproxy.memory import Memory
 from mnemoproxy.memory.embedders import HashingEmbedder
 from mnemoproxy.memory.models import EpisodeDraft, FactDraft
 from mnemoproxy.memory.query_terms import affordable_terms
-from mnemoproxy.memory.search import BM25_ONLY, Fusion
+from mnemoproxy.memory.search import BM25_ONLY, NAME_LIFT, Fusion
 from mnemoproxy.memory.store.records import TranscriptMessage
 from tests.proxy_server import make_settings
 
@@ -324,3 +324,25 @@ async def test_with_neighbours_an_answer_comes_with_the_line_it_answers(memory: 
     assert [r.text for r in found] == [
         "do you still keep turtles?", "yes, three of them, they make me feel calm"]
     assert found[1].components["neighbour"] > 0
+
+
+async def test_a_name_most_of_the_memory_says_still_lifts_the_items_naming_that_person(
+    memory: Memory,
+) -> None:
+    """"Melanie" is in most of this memory, so the search looks past the word; the
+    question is still about her: her park day beats Caroline's better-worded one."""
+    await say(memory, "agent", *[f"Melanie: chat {n} with Caroline" for n in range(40)])
+    await say(memory, "agent", "Caroline: the park, the big park, a park day with melanie",
+              "Melanie: we went to the park", key="parks")
+    await memory.drain()
+    assert "melanie" in await memory.common_words("agent")
+    found = await memory.search("agent", "When did Melanie go to the park?", fusion=BM25_ONLY)
+    assert [r.text for r in found[:2]] == [
+        "Melanie: we went to the park",
+        "Caroline: the park, the big park, a park day with melanie",
+    ]
+    assert found[0].components["name"] == NAME_LIFT
+    assert "name" not in found[1].components  # the word in lower case is no name
+    unnamed = await memory.search("agent", "when did we go to the park?", fusion=BM25_ONLY)
+    assert unnamed[0].text.startswith("Caroline: the park")
+    assert all("name" not in r.components for r in unnamed)
