@@ -6,8 +6,12 @@ The stream itself is relayed byte for byte; this module only reads a copy (the t
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass, field
 from typing import Any
+
+# The blank line that ends an SSE event.
+_EVENT_END = re.compile(rb"\r\n\r\n|\n\n")
 
 
 @dataclass
@@ -53,12 +57,8 @@ class StreamTee:
         self._finish: str | None = None
 
     def feed(self, chunk: bytes) -> None:
-        self._buffer += chunk
-        while True:
-            end, sep_len = _event_end(self._buffer)
-            if end < 0:
-                return
-            event, self._buffer = self._buffer[:end], self._buffer[end + sep_len :]
+        events, self._buffer = complete_events(self._buffer + chunk)
+        for event in events:
             self._on_event(event)
 
     def reply(self) -> AssistantReply:
@@ -112,8 +112,14 @@ class StreamTee:
             call["function"]["arguments"] += fn["arguments"]
 
 
-def _event_end(buffer: bytes) -> tuple[int, int]:
-    """Where the first complete SSE event ends, and the separator's length (-1 if none)."""
-    candidates = [(buffer.find(sep), len(sep)) for sep in (b"\n\n", b"\r\n\r\n")]
-    found = [c for c in candidates if c[0] >= 0]
-    return min(found) if found else (-1, 0)
+def complete_events(buffer: bytes) -> tuple[list[bytes], bytes]:
+    """The complete SSE events `buffer` starts with, each with the blank line that ends it,
+    and what is left (the start of an event still arriving). One pass: a fast upstream packs
+    hundreds of events into one read, and cutting them off one at a time, searching the rest
+    again each time, cost time in the square of that."""
+    events: list[bytes] = []
+    start = 0
+    for end in _EVENT_END.finditer(buffer):
+        events.append(buffer[start : end.end()])
+        start = end.end()
+    return events, buffer[start:]

@@ -10,7 +10,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from mnemoproxy.proxy.sse import AssistantReply
+from mnemoproxy.proxy.sse import AssistantReply, complete_events
 
 SEARCH_MEMORY = "search_memory"
 # Between the texts of two rounds, as the client receives them.
@@ -73,15 +73,8 @@ class StreamRound:
         self._last: dict[str, Any] = {}  # the last chunk seen, for a made-up one
 
     def feed(self, chunk: bytes) -> bytes:
-        self._buffer += chunk
-        out: list[bytes] = []
-        while True:
-            end, separator = _event_end(self._buffer)
-            if end < 0:
-                return b"".join(out)
-            event = self._buffer[: end + separator]
-            self._buffer = self._buffer[end + separator :]
-            out.append(self._event(event))
+        events, self._buffer = complete_events(self._buffer + chunk)
+        return b"".join([self._event(event) for event in events])
 
     def end(self) -> bytes:
         """The stream is over: its last event without a blank line, and the decision."""
@@ -250,12 +243,6 @@ def _carries(delta: Any, *, role: bool) -> bool:
         return False
     return any(value not in (None, "", []) for key, value in delta.items()
                if role or key != "role")
-
-
-def _event_end(buffer: bytes) -> tuple[int, int]:
-    """Where the first complete SSE event ends, and its separator's length (-1 if none)."""
-    found = [(at, len(sep)) for sep in (b"\n\n", b"\r\n\r\n") if (at := buffer.find(sep)) >= 0]
-    return min(found) if found else (-1, 0)
 
 
 def summed_usage(usages: list[dict[str, Any]]) -> dict[str, Any]:

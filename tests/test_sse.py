@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from mnemoproxy.proxy.sse import StreamTee, reply_from_json
+from mnemoproxy.proxy.sse import StreamTee, complete_events, reply_from_json
 
 
 def _event(delta: dict, finish: str | None = None) -> bytes:
@@ -82,3 +82,17 @@ def test_malformed_deltas_are_skipped(event):
     tee.feed(f"data: {json.dumps(event)}\n\n".encode())
     tee.feed(b'data: {"choices": [{"delta": {"content": "b"}}]}\n\n')
     assert tee.reply().content == "ab"
+
+
+def test_complete_events_keep_their_blank_line_and_leave_the_unfinished_one():
+    events, rest = complete_events(b"data: 1\n\ndata: 2\r\n\r\n: ping\n\ndata: 3\n")
+    assert events == [b"data: 1\n\n", b"data: 2\r\n\r\n", b": ping\n\n"]
+    assert rest == b"data: 3\n"
+    assert complete_events(b"") == ([], b"")
+
+
+def test_a_whole_long_stream_in_one_read_is_reassembled():
+    words = [f"w{n} " for n in range(5000)]
+    tee = StreamTee()
+    tee.feed(b"".join(_event({"content": word}) for word in words) + b"data: [DONE]\n\n")
+    assert tee.reply().content == "".join(words)
