@@ -346,3 +346,20 @@ async def test_a_name_most_of_the_memory_says_still_lifts_the_items_naming_that_
     unnamed = await memory.search("agent", "when did we go to the park?", fusion=BM25_ONLY)
     assert unnamed[0].text.startswith("Caroline: the park")
     assert all("name" not in r.components for r in unnamed)
+
+
+async def test_a_name_only_spoken_to_lifts_nothing(memory: Memory) -> None:
+    """An assistant that greets its user by name in every reply says the name most: a
+    question naming the user lifts the lines about them, not every greeting."""
+    await say(memory, "agent", *[f"Great question, Ada! Here is answer {n}." for n in range(40)])
+    await say(memory, "agent", "Thanks, Ada! Green tea is a fine drink.",
+              "Wow Ada, tea again?", "My sister Ada drinks green tea every morning",
+              key="tea")
+    await memory.drain()
+    assert "ada" in await memory.common_words("agent")
+    found = await memory.search("agent", "What does Ada drink?", fusion=BM25_ONLY)
+    named = {r.text: "name" in r.components for r in found}
+    assert named["My sister Ada drinks green tea every morning"]
+    assert not named["Thanks, Ada! Green tea is a fine drink."]
+    assert not named.get("Wow Ada, tea again?", False)
+    assert found[0].text == "My sister Ada drinks green tea every morning"
