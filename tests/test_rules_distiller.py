@@ -57,6 +57,9 @@ CASES: list[tuple[str, list[tuple[str, str | None]]]] = [
     ("I'm vegetarian.", [("User is vegetarian", "health:diet")]),
     ("I don't eat meat.", [("User doesn't eat meat", "health:diet:meat")]),
     ("I'm a big fan of jazz.", [("User is a fan of jazz", "preference:jazz")]),
+    ("My sister, Maria, is visiting.",
+     [("User has a sister named Maria", "identity:family:sister:maria")]),
+    ("I work as a team lead.", [("User works as a team lead", "identity:occupation")]),
     # Not facts about the user.
     ("I'm tired.", []),
     ("I'm Catholic.", []),
@@ -79,6 +82,14 @@ CASES: list[tuple[str, list[tuple[str, str | None]]]] = [
     ("I need to relax.", []),
     ("I'll talk to you tomorrow.", []),
     ("Moments like these remind me to be grateful.", []),
+    # A list, not a name for the relation: Toby may be the dog.
+    ("My girlfriend, Toby and I are going camping.", []),
+    ("It was a chance to learn something new and work as a team.", []),
+    # Tastes that only mean something next to the lines they answer.
+    ("I love seeing them eat fruit.", []),
+    ("I like holding it.", []),
+    ("I love books that make me think.", [("User loves books that make them think", "preference:books that make them think")]),
+    ("I love the colour!", []),
     ("hi", []),
     ("thanks, you too!", []),
 ]

@@ -102,6 +102,10 @@ def find_facts(doc: Doc, when: date | None) -> list[FoundFact]:
 
 _THIRD_PERSON_SUBJECT = re.compile(r"^\s*(?:the\s+)?user(?P<possessive>'s)?\s+", re.IGNORECASE)
 _KEPT_ADVERBS = words("no longer also still really now currently usually never not")
+# The inverse of third_person for what follows the verb: a fact's "them" is the user
+# ("User loves books that make them think").
+_THIRD_TO_FIRST = {"them": "me", "their": "my", "theirs": "mine", "themselves": "myself"}
+_THIRD_PERSON_OBJECT = re.compile(r"\b(them|their|theirs|themselves)\b", re.IGNORECASE)
 _IRREGULAR = {"is": "am", "has": "have", "does": "do", "doesn't": "don't", "isn't": "am not"}
 
 
@@ -132,7 +136,8 @@ def first_person(statement: str) -> str:
     while index < len(words) - 1 and words[index].lower() in _KEPT_ADVERBS:
         index += 1
     words[index] = _first_person_verb(words[index])
-    return "I " + " ".join(words)
+    rest = _THIRD_PERSON_OBJECT.sub(lambda m: _THIRD_TO_FIRST[m.group(0).lower()], " ".join(words))
+    return "I " + rest
 
 
 def slot_for_statement(statement: str) -> str | None:

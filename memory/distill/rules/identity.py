@@ -35,6 +35,7 @@ if TYPE_CHECKING:
 _PLACE_BREAKS = frozenset({"with", "for", "since", "now", "right", "but", "and", "because"})
 _ORG_BREAKS = frozenset({"as", "in", "with", "since", "for", "and", "but", "because", "now"})
 _JOB_BREAKS = frozenset({"at", "for", "in", "with", "from", "who", "that", "and", "but", "since"})
+_LIST_JOINS = frozenset({"and", "or", "&"})
 
 
 def _named_or_phrase(
@@ -72,7 +73,7 @@ def _job(doc: Doc, start: int, *, stated_as_work: bool) -> Span | None:
     if start >= len(doc) or doc[start].lower_ not in {"a", "an"}:
         return None
     phrase = phrase_after(doc, start, max_tokens=5, breaks=_JOB_BREAKS)
-    if phrase is None or len(phrase) < 2:
+    if phrase is None or len(phrase) < 2 or phrase[-1].lower_ in lex.NOT_ROLES:
         return None
     if stated_as_work:
         return phrase
@@ -188,6 +189,9 @@ def _my_relation(trigger: Trigger) -> list[FactDraft]:
     for words in (("'s", "name", "is"), ("is", "named"), ("is", "called"), (",",), ()):
         name = _name_after(trigger, len(words), ends_clause=False)
         if trigger.followed_by(*words) and name:
+            after = trigger.at(len(words) + len(name.split()))
+            if words == (",",) and after is not None and after.lower_ in _LIST_JOINS:
+                return []  # "my girlfriend, Toby and I": Toby is another of the list
             return [_relation_named(noun, name)]
     return []
 

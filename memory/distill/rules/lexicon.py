@@ -13,6 +13,10 @@ CLAUSE_BREAKS = words(
     "and but because cause so since while although though whereas which who whom whose "
     "where when then or if unless until once"
 )
+# Words that stand for someone or something said before: a taste of "them" or "it" means
+# nothing once the conversation around it is gone. ("that" and "this" are left out: they
+# also open relative clauses, "books that make me think".)
+CONTEXT_PRONOUNS = words("it them him her he she they")
 PRONOUNS = words(
     "i me my mine myself you your yours yourself he him his she her hers it its they them "
     "their this that these those what which who something anything everything nothing "
@@ -93,6 +97,8 @@ NOT_JOBS = words(
     "christian vegetarian vegan pescatarian guardian civilian sinner mess wreck weirdo nerd "
     "geek fanatic junkie addict enthusiast bookworm lightweight"
 )
+# What "we work as a ..." can be without being anyone's job ("work as a team").
+NOT_ROLES = words("team group unit whole pair couple duo family community crew one")
 # Words before the noun that mark "I'm a ..." as a description, not an occupation.
 NOT_JOB_MODIFIERS = words("bit little lot big huge total complete kind sort of such")
 
@@ -117,7 +123,10 @@ SETTLEMENTS = words(
 # Preference objects that name no stable taste ("I love that idea").
 VAGUE_OBJECTS = words(
     "idea ideas sound sounds way thought thoughts fact look vibe vibes part feeling advice "
-    "question tip tips suggestion suggestions story photo pic picture"
+    "question tip tips suggestion suggestions story photo pic picture "
+    # Qualities of something just shown or told ("I love the colour!", "the energy").
+    "color colour colors colours energy freedom rush smell taste feel atmosphere detail "
+    "details view"
 )
 TRAILING_FILLERS = words("a lot so much too very well as lately though anyway either anymore")
 DRINKS = words("tea coffee beer wine water juice soda milk cocoa")

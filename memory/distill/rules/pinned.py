@@ -50,6 +50,8 @@ def _taste_object(span: Span | None) -> str | None:
         return None
     if first_content.lower_ in lex.VAGUE_OBJECTS:
         return None
+    if any(t.lower_ in lex.CONTEXT_PRONOUNS for t in span):  # "seeing them eat fruit"
+        return None
     value = clean_value(span)
     return third_person(value) if value else None
 
