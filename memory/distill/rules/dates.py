@@ -34,6 +34,8 @@ _AMOUNT = {"LOWER": {"IN": [*_NUMBER_WORDS, *map(str, range(1, 100))]}}
 _DAY_NUMBER = {"TEXT": {"REGEX": r"^(0?[1-9]|[12]\d|3[01])(st|nd|rd|th)?$"}}
 _YEAR = {"TEXT": {"REGEX": r"^(19|20)\d\d$"}}
 _MONTH = {"LOWER": {"IN": list(MONTHS)}}
+_TWO_DIGITS = {"TEXT": {"REGEX": r"^\d\d$"}}
+_IN_OR_BY = {"LOWER": {"IN": ["in", "by"]}, "OP": "?"}
 _PATTERNS: dict[str, list[list[dict]]] = {
     "DAY_WORD": [
         [_PREP, {"LOWER": {"IN": ["today", "tonight", "tomorrow", "tmrw", "yesterday"]}}],
@@ -55,9 +57,14 @@ _PATTERNS: dict[str, list[list[dict]]] = {
         [_PREP, {"LOWER": "the", "OP": "?"}, _DAY_NUMBER, {"LOWER": "of", "OP": "?"}, _MONTH,
          {**_YEAR, "OP": "?"}],
     ],
+    # Dates already absolute, as the rewrite below writes them, so a stored fact reads back
+    # with the same slot: "on 2024-05-08", "in the week of 2024-05-13", "in 2024-06", "in 2025".
     "ISO": [
-        [_PREP, _YEAR, {"ORTH": "-"}, {"TEXT": {"REGEX": r"^\d\d$"}}, {"ORTH": "-"},
-         {"TEXT": {"REGEX": r"^\d\d$"}}],
+        [_PREP, _YEAR, {"ORTH": "-"}, _TWO_DIGITS, {"ORTH": "-"}, _TWO_DIGITS],
+        [_IN_OR_BY, {"LOWER": "the"}, {"LOWER": "week"}, {"LOWER": "of"}, _YEAR, {"ORTH": "-"},
+         _TWO_DIGITS, {"ORTH": "-"}, _TWO_DIGITS],
+        [_IN_OR_BY, _YEAR, {"ORTH": "-"}, _TWO_DIGITS],
+        [{"LOWER": {"IN": ["in", "by"]}}, _YEAR],
     ],
 }
 
@@ -154,7 +161,11 @@ def _resolve(expr: TimeExpression, today: date) -> str | None:
         year = int(numbers[1]) if len(numbers) > 1 else None
         found = _month_day(today, month, _day_number(numbers[0]), year)
         return found.isoformat() if found else None
-    return "".join(t.text for t in expr.span if t.lower_ not in _PREPOSITIONS)  # ISO already
+    # Already absolute: its words without the preposition, the date itself unspaced.
+    tokens = [t for t in expr.span if t.lower_ not in {*_PREPOSITIONS, "in"}]
+    date_at = next(n for n, t in enumerate(tokens) if t.text[:1].isdigit())
+    words = [t.text for t in tokens[:date_at]]
+    return " ".join([*words, "".join(t.text for t in tokens[date_at:])])
 
 
 def rewrite_with_dates(span: Span, when: date | None) -> tuple[str, bool]:

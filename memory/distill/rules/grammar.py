@@ -7,9 +7,16 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import date
+from itertools import pairwise
 from typing import TYPE_CHECKING, Any
 
-from mnemoproxy.memory.distill.rules.lexicon import ADVERBS, NEGATIONS, TRAILING_FILLERS
+from mnemoproxy.memory.distill.rules.lexicon import (
+    ADVERBS,
+    CONTEXT_WORDS,
+    NEGATIONS,
+    TRAILING_FILLERS,
+    UNFINISHED_ENDS,
+)
 from mnemoproxy.memory.distill.rules.text import is_clause_break
 from mnemoproxy.memory.models import FactDraft
 
@@ -110,6 +117,25 @@ def clean_value(span: Span) -> str:
     if not tokens:
         return ""
     return span.doc[tokens[0].i:tokens[-1].i + 1].text
+
+
+def context_bound(value: str, *, addressed: bool = False) -> bool:
+    """Whether a value, as the user said it, means something only beside the conversation
+    it came from: "try it out", "the options you provided", "places like this", "each
+    other", or a clause cut short ("go with the"). With `addressed`, a "you" right after
+    the verb is whom an action is for ("send you the slides"), not context."""
+    # "Pack-It Cubes" holds no "it" (the tokenizer's "Pack - It" included).
+    hyphens_joined = re.sub(r"\s*-\s*", "-", value.lower())
+    words = re.findall(r"[a-z0-9]+(?:-[a-z0-9]+)*", hyphens_joined)
+    if addressed and words[1:2] == ["you"]:
+        del words[1]
+    return (
+        not words
+        or words[-1] in UNFINISHED_ENDS
+        or any(w in CONTEXT_WORDS for w in words)
+        or any(a in {"each", "one"} and b in {"other", "another"}
+               for a, b in pairwise(words))
+    )
 
 
 def identity(content: str, slot: str, salience: float) -> FactDraft:

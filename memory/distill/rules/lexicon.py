@@ -17,6 +17,12 @@ CLAUSE_BREAKS = words(
 # nothing once the conversation around it is gone. ("that" and "this" are left out: they
 # also open relative clauses, "books that make me think".)
 CONTEXT_PRONOUNS = words("it them him her he she they")
+# Likewise "this"/"these" ("I love places like this") and the other side of the
+# conversation: "the options you provided", "the tasks you want" name what was just shown.
+CONTEXT_WORDS = CONTEXT_PRONOUNS | words("this these those you your yours yourself")
+# A value that ends on one of these was cut short ("decided to go with the", before a quote;
+# "prefer online shopping due", before "to").
+UNFINISHED_ENDS = words("the a an of on in at to with for from by due both my our their and or")
 PRONOUNS = words(
     "i me my mine myself you your yours yourself he him his she her hers it its they them "
     "their this that these those what which who something anything everything nothing "
@@ -127,6 +133,13 @@ VAGUE_OBJECTS = words(
     # Qualities of something just shown or told ("I love the colour!", "the energy").
     "color colour colors colours energy freedom rush smell taste feel atmosphere detail "
     "details view"
+)
+# What an assistant lays out for the user to pick from: "I like the third option", "I love
+# the countdown idea" is a reaction to a list just shown, not a taste to keep.
+PRESENTED = words(
+    "idea ideas option options suggestion suggestions template templates structure schedule "
+    "routine timeline outline approach plan list draft version format layout theme themes "
+    "recipe prompts"
 )
 TRAILING_FILLERS = words("a lot so much too very well as lately though anyway either anymore")
 DRINKS = words("tea coffee beer wine water juice soda milk cocoa")

@@ -16,6 +16,7 @@ from mnemoproxy.memory.distill.rules.grammar import (
     Rule,
     Trigger,
     clean_value,
+    context_bound,
     pinned,
     still,
     third_person,
@@ -50,10 +51,12 @@ def _taste_object(span: Span | None) -> str | None:
         return None
     if first_content.lower_ in lex.VAGUE_OBJECTS:
         return None
-    if any(t.lower_ in lex.CONTEXT_PRONOUNS for t in span):  # "seeing them eat fruit"
+    if span[0].lower_ == "the" and span[-1].lower_ in lex.PRESENTED:  # "the third option"
         return None
     value = clean_value(span)
-    return third_person(value) if value else None
+    if not value or context_bound(value):  # "seeing them eat fruit"
+        return None
+    return third_person(value)
 
 
 def _preference_slot(value: str) -> str:
@@ -108,6 +111,7 @@ def _favourite(trigger: Trigger) -> list[FactDraft]:
         topic_end < min(trigger.end + 3, trigger.span.sent.end)
         and doc[topic_end].is_alpha
         and doc[topic_end].lower_ not in {"is", "are", "was"}
+        and doc[topic_end].lower_ not in lex.CLAUSE_BREAKS | PRONOUNS  # "studio and it is"
     ):
         topic_end += 1
     if topic_end == trigger.end or topic_end >= trigger.span.sent.end:
@@ -206,6 +210,14 @@ def _action(
     phrase = phrase_after(trigger.span.doc, trigger.end, max_tokens=16, breaks=_ACTION_BREAKS)
     if phrase is None:
         return None
+    # Judged without its dates: "this weekend" is a date, "this" alone is not. Where only
+    # what follows an "and" is bound to the conversation ("host a BBQ on Saturday and need
+    # help preparing for it"), the action is what comes before.
+    while context_bound(without_dates(phrase), addressed=True):
+        joins = [t.i for t in phrase if t.lower_ == "and"]
+        if not joins:
+            return None  # "I'll try it out this weekend"
+        phrase = phrase.doc[phrase.start:joins[-1]]
     text, has_date = rewrite_with_dates(phrase, trigger.when)
     if need_date and not has_date:
         return None
