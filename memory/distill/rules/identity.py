@@ -58,7 +58,10 @@ def _named_or_phrase(
 def _place(doc: Doc, start: int) -> Span | None:
     return _named_or_phrase(
         doc, start, breaks=_PLACE_BREAKS,
-        accept=lambda phrase: any(t.lower_ in lex.SETTLEMENTS for t in phrase),
+        # "a small town" says something; "a region" (with hot summers) or "an area" alone
+        # does not.
+        accept=lambda phrase: len(phrase) > 2 and any(t.lower_ in lex.SETTLEMENTS
+                                                      for t in phrase),
     )
 
 
@@ -185,6 +188,8 @@ def _relation_named(noun: str, name: str) -> FactDraft:
 
 def _my_relation(trigger: Trigger) -> list[FactDraft]:
     """"my daughter Emma", "my wife's name is Anna", "my dog is called Max"."""
+    if trigger.span[-1].is_title:
+        return []  # "my Snake Plant": a name for a thing, not a snake named Plant
     noun = trigger.span[-1].lower_
     for words in (("'s", "name", "is"), ("is", "named"), ("is", "called"), (",",), ()):
         name = _name_after(trigger, len(words), ends_clause=False)

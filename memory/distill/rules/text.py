@@ -106,7 +106,8 @@ def proper_span(doc: Doc, start: int) -> Span | None:
             end += 1  # "St Mary's", "McDonald's"
             continue
         nxt = doc[end + 1] if end + 1 < sentence_end else None
-        joins_names = nxt is not None and nxt.is_title and end > start
+        # "Austin, Texas" but not "Chicago, I'm open to ...".
+        joins_names = nxt is not None and nxt.is_title and nxt.lower_ != "i" and end > start
         if joins_names and token.lower_ in {"of", "de", "del", "la", "upon", "&"}:
             end += 1
         elif joins_names and token.text == "," and not used_comma:
