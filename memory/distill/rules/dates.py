@@ -30,6 +30,7 @@ _UNITS = [u + s for u in _UNIT_DAYS for s in ("", "s")]
 _PREPOSITIONS = ["on", "by", "before", "until", "till", "for"]
 
 _PREP = {"LOWER": {"IN": _PREPOSITIONS}, "OP": "?"}
+_RANGE_OPENERS = {"from", "since", "between", "after", "to"}
 _AMOUNT = {"LOWER": {"IN": [*_NUMBER_WORDS, *map(str, range(1, 100))]}}
 _DAY_NUMBER = {"TEXT": {"REGEX": r"^(0?[1-9]|[12]\d|3[01])(st|nd|rd|th)?$"}}
 _YEAR = {"TEXT": {"REGEX": r"^(19|20)\d\d$"}}
@@ -186,7 +187,10 @@ def rewrite_with_dates(span: Span, when: date | None) -> tuple[str, bool]:
             preposition = first if first in {"by", "before", "until", "till"} else "on"
             if resolved.startswith("the week") or len(resolved) < 10:
                 preposition = "by" if preposition != "on" else "in"
-            parts.append(f"{preposition} {resolved}{expr.span[-1].whitespace_}")
+            before = span.doc[expr.span.start - 1].lower_ if expr.span.start > 0 else ""
+            if before in _RANGE_OPENERS:  # "from March 22nd": "from 2025-03-22", no "on"
+                preposition = ""
+            parts.append(f"{preposition} {resolved}{expr.span[-1].whitespace_}".lstrip())
         cursor = expr.span.end
     parts.append(span.doc[cursor:span.end].text)
     return "".join(parts).strip(), True
@@ -196,5 +200,8 @@ def without_dates(span: Span) -> str:
     """`span`'s text with its time expressions removed, for slot keys."""
     kept = set(range(span.start, span.end))
     for expr in find_time_expressions(span):
-        kept -= set(range(expr.span.start, expr.span.end))
+        start = expr.span.start
+        if start > span.start and span.doc[start - 1].lower_ in _RANGE_OPENERS:
+            start -= 1  # "from Friday to Sunday" goes whole
+        kept -= set(range(start, expr.span.end))
     return " ".join(t.text for t in span if t.i in kept)

@@ -19,7 +19,7 @@ CLAUSE_BREAKS = words(
 CONTEXT_PRONOUNS = words("it them him her he she they")
 # Likewise "this"/"these" ("I love places like this") and the other side of the
 # conversation: "the options you provided", "the tasks you want" name what was just shown.
-CONTEXT_WORDS = CONTEXT_PRONOUNS | words("this these those you your yours yourself")
+CONTEXT_WORDS = CONTEXT_PRONOUNS | words("this these those you your yours yourself itself")
 # A value that ends on one of these was cut short ("decided to go with the", before a quote;
 # "prefer online shopping due", before "to").
 UNFINISHED_ENDS = words("the a an of on in at to with for from by due both my our their and or")
@@ -141,6 +141,8 @@ PRESENTED = words(
     "routine timeline outline approach plan list draft version format layout theme themes "
     "recipe prompts"
 )
+# "the second one", "the last option": a position in a list just shown.
+ORDINALS = words("first second third fourth fifth sixth last latter former 1st 2nd 3rd 4th 5th")
 TRAILING_FILLERS = words("a lot so much too very well as lately though anyway either anymore")
 DRINKS = words("tea coffee beer wine water juice soda milk cocoa")
 SPELLING = {"color": "colour", "flavor": "flavour", "favorite": "favourite"}

@@ -40,6 +40,7 @@ _ALTERNATIVE_MARKERS = {"over", "than", "instead", "rather", "to"}
 _ACTION_BREAKS = frozenset({"because", "cause", "since", "so", "but", "though", "although"})
 _SMALL_TALK_ACTIONS = {"talk", "see", "chat", "catch", "speak", "text", "ttyl"}
 _COMMITMENT = ("commitment",)
+_FAVOURITE_VERBS = {"is", "are", "'s", "was", "include", "includes"}
 
 
 def _taste_object(span: Span | None) -> str | None:
@@ -105,23 +106,30 @@ def _preference_between(doc: Doc, start: int) -> list[FactDraft]:
 
 
 def _favourite(trigger: Trigger) -> list[FactDraft]:
-    """"my favourite colour is blue" -> preference:colour."""
+    """"my favourite colour is blue" -> preference:colour. One of several ("one of my
+    favourite dishes is lasagna", "my favourite foods include sushi") takes no slot of
+    the topic's: another favourite of it does not replace this one."""
     doc, topic_end = trigger.span.doc, trigger.end
     while (
         topic_end < min(trigger.end + 3, trigger.span.sent.end)
         and doc[topic_end].is_alpha
-        and doc[topic_end].lower_ not in {"is", "are", "was"}
+        and doc[topic_end].lower_ not in _FAVOURITE_VERBS
         and doc[topic_end].lower_ not in lex.CLAUSE_BREAKS | PRONOUNS  # "studio and it is"
     ):
         topic_end += 1
     if topic_end == trigger.end or topic_end >= trigger.span.sent.end:
         return []
-    if doc[topic_end].lower_ not in {"is", "are", "'s", "was"}:
+    if doc[topic_end].lower_ not in _FAVOURITE_VERBS:
         return []
     topic = " ".join(lex.SPELLING.get(t.lower_, t.lower_) for t in doc[trigger.end:topic_end])
     value = _taste_object(phrase_after(doc, topic_end + 1, max_tokens=6))
     if value is None:
         return []
+    start = trigger.span.start
+    one_of = start >= 2 and [t.lower_ for t in doc[start - 2:start]] == ["one", "of"]
+    if one_of or doc[topic_end].lower_.startswith("include"):
+        return [pinned(f"User's favourite {topic} include {value}",
+                       f"preference:{slot_key(topic)}:{slot_key(value)}", 0.6)]
     verb = doc[topic_end].lower_ if doc[topic_end].lower_ != "'s" else "is"
     return [pinned(f"User's favourite {topic} {verb} {value}", f"preference:{slot_key(topic)}",
                    0.6)]
@@ -230,9 +238,10 @@ def _remind(trigger: Trigger) -> list[FactDraft]:
     start = trigger.span.start
     before = trigger.span.doc[start - 1] if start > trigger.span.sent.start else None
     if trigger.span[0].lower_ == "remind" and before is not None and not (
-        before.is_punct or before.lower_ in {"please", "pls", "you", "and", "to"}
+        before.is_punct or before.lower_ in {"please", "pls", "you", "and"}
+        or (before.lower_ == "to" and before.i > 0 and before.nbor(-1).lower_ == "you")
     ):
-        return []
+        return []  # "a painting in my room to remind me to stay true" asks for nothing
     action = _action(trigger, need_date=False)
     if action is None:
         return []
@@ -270,8 +279,20 @@ def _decide(trigger: Trigger) -> list[FactDraft]:
     if action is None:
         return []
     last = trigger.span[-1].lower_
+    if last == "with" and _names_a_listed_choice(trigger):
+        return []  # "I'll go with Option 2": which option is in the list, not in memory
     verb = {"to": "decided to", "on": "decided on", "with": "decided to go with"}[last]
     return [pinned(f"User {verb} {action[0]}", None, 0.7, ("decision",))]
+
+
+def _names_a_listed_choice(trigger: Trigger) -> bool:
+    """"Option 2", "number 3", "the second one", "the first option"."""
+    first, second = trigger.at(0), trigger.at(1)
+    if first is None:
+        return False
+    if first.lower_ in {"option", "choice", "number", "#"}:
+        return second is not None and (second.is_digit or len(second) == 1)
+    return first.lower_ == "the" and second is not None and second.lower_ in lex.ORDINALS
 
 
 RULES: dict[str, Rule] = {
