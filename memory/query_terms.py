@@ -44,12 +44,30 @@ STOP_WORDS = frozenset(
 )
 
 
+# Casual spellings chat uses for words a question spells out, and back: "my gf and I" answers
+# "what did he do with his girlfriend?". Each side also finds the other.
+_CASUAL = (
+    "girlfriend gf", "boyfriend bf", "mother mom mum", "father dad", "favorite fave fav",
+    "favourite fave fav", "picture pic", "pictures pics", "photo pic", "photos pics",
+    "puppy pup", "family fam", "video vid", "videos vids", "conversation convo",
+    "birthday bday", "kids kiddos", "grandmother grandma", "grandfather grandpa",
+)
+VARIANTS: dict[str, tuple[str, ...]] = {}
+for _group in _CASUAL:
+    _forms = _group.split()
+    for _form in _forms:
+        VARIANTS[_form] = tuple(dict.fromkeys(
+            [*VARIANTS.get(_form, ()), *(f for f in _forms if f != _form)]))
+
+
 def query_terms(text: str) -> list[str]:
     """The distinct lower-cased words of `text`, stop-words dropped unless nothing else is
-    left (a query made only of stop-words still deserves an answer)."""
+    left (a query made only of stop-words still deserves an answer), each followed by its
+    casual or spelled-out variants."""
     words = list(dict.fromkeys(word.lower() for word in _WORD.findall(text)))
-    content = [word for word in words if word not in STOP_WORDS]
-    return (content or words)[:MAX_TERMS]
+    content = [word for word in words if word not in STOP_WORDS] or words
+    expanded = [form for word in content for form in (word, *VARIANTS.get(word, ()))]
+    return list(dict.fromkeys(expanded))[:MAX_TERMS]
 
 
 def quoted(term: str) -> str:

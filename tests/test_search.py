@@ -80,6 +80,17 @@ async def test_every_text_match_is_returned(memory: Memory) -> None:
     assert sorted(r.text for r in results) == ["Berlin Berlin Berlin", "Berlin in spring"]
 
 
+async def test_a_casual_spelling_answers_the_spelled_out_word_and_back(memory: Memory) -> None:
+    await say(memory, "agent", "board games night with my gf", "my girlfriend loves wine",
+              "a quiet evening alone")
+    by_question = await memory.search("agent", "what did he do with his girlfriend?",
+                                      fusion=BM25_ONLY)
+    by_chat = await memory.search("agent", "any plans with your gf?", fusion=BM25_ONLY)
+    expected = ["board games night with my gf", "my girlfriend loves wine"]
+    assert sorted(r.text for r in by_question) == expected
+    assert sorted(r.text for r in by_chat) == expected
+
+
 async def test_items_without_vectors_are_found_by_text(memory: Memory) -> None:
     await say(memory, "agent", "the quokka smiled")
     results = await memory.search("agent", "quokka")  # the worker has not run
