@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import re
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -18,6 +19,7 @@ from mnemoproxy.gate.relevance import REFERENCE_PROMPTS, HeuristicGate, make_gat
 from mnemoproxy.gate.relevance.types import Evidence, Gate, GateContext, GateDecision
 from mnemoproxy.gate.tokens import count_tokens
 from mnemoproxy.memory import CoreModel, Fact, Kind, SearchResult
+from mnemoproxy.memory.periods import Period, period_asked
 
 # Of the block's budget, how much a decision of each confidence may fill: a weak signal
 # gets the best items, not a full block of maybe-related memory. Weak signals are mostly
@@ -55,7 +57,8 @@ class MemoryReader(Protocol):
     core_model: CoreModel | None
 
     async def search(
-        self, agent_id: str, query: str, *, top_k: int, neighbours: bool = False
+        self, agent_id: str, query: str, *, top_k: int, neighbours: bool = False,
+        period: Period | None = None,
     ) -> list[SearchResult]: ...
 
     async def identity_facts(self, agent_id: str) -> list[Fact]: ...
@@ -173,7 +176,8 @@ class ReadPath:
                 # The messages said around the best matches compete too: an answer
                 # often shares no word with the question, the line before it does.
                 found = await self.memory.search(
-                    agent_id, text, top_k=self.candidates, neighbours=True
+                    agent_id, text, top_k=self.candidates, neighbours=True,
+                    period=period_asked(text, time.time() if now is None else now),
                 )
             return found
 

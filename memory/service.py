@@ -37,6 +37,7 @@ from mnemoproxy.memory.embedding_worker import EmbeddingWorker
 from mnemoproxy.memory.model_server import CoreModel, CoreModelClient, JsonClient
 from mnemoproxy.memory.models import FactDraft, Kind, ProcedureDraft, Turn
 from mnemoproxy.memory.ownership import OWNER_FILE, QUEUE_POLL_SECONDS, OwnerLock, Ownership
+from mnemoproxy.memory.periods import Period
 from mnemoproxy.memory.search import (
     DEFAULT_FUSION,
     DEFAULT_MMR_LAMBDA,
@@ -298,9 +299,11 @@ class Memory:
         mmr_lambda: float | None = DEFAULT_MMR_LAMBDA,
         fusion: Fusion = DEFAULT_FUSION,
         neighbours: bool = False,
+        period: Period | None = None,
     ) -> list[SearchResult]:
         """The agent's items best matching `query` (hybrid BM25 + vectors), best first;
-        with `neighbours`, the messages said around the best ones compete too."""
+        with `neighbours`, the messages said around the best ones compete too; with
+        `period`, what was said in it gains."""
         return await self._retriever.search(
             agent_id,
             query,
@@ -312,6 +315,7 @@ class Memory:
             mmr_lambda=mmr_lambda,
             fusion=fusion,
             neighbours=neighbours,
+            period=period,
         )
 
     async def identity_facts(self, agent_id: str) -> list[Fact]:

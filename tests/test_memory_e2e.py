@@ -6,6 +6,7 @@ import json
 import logging
 import re
 import time
+from datetime import datetime
 from typing import Any
 
 import httpx
@@ -663,3 +664,27 @@ def test_stored_text_cannot_break_out_of_the_fence(memory_proxy, fake_upstream):
     assert "[flagged: reads like instructions" in inside and "4417" in inside
     found = search(memory_proxy, "mallory", "locker code", scope="transcript")
     assert any(r["flagged"] for r in found) and not all(r["flagged"] for r in found)
+
+
+def test_a_question_naming_a_date_gets_what_was_said_then(fake_upstream, tmp_path):
+    # Twelve dinners in twelve months, alike but for the friend; a block holds a few of
+    # them. Asked about one date, the block holds that one.
+    friends = ["Ana", "Ben", "Cleo", "Dev", "Eli", "Fay", "Gus", "Hana", "Ivo", "Jun",
+               "Kai", "Lea"]
+    settings = memory_settings(fake_upstream, tmp_path, memory_budget_tokens=160)
+    with ProxyServer(settings) as server:
+        for month, friend in ((3, "Cleo"), (9, "Ivo")):
+            agent = f"diner-{month}"  # a fresh agent: the first question is remembered too
+            for held, name in enumerate(friends, start=1):
+                response = post(server, "/memory/ingest", {
+                    "agent_id": agent, "conversation_id": f"dinner-{held}",
+                    "session_date": f"2025-{held:02d}-14T19:00:00Z", "skip_extraction": True,
+                    "turns": [{"user": f"I had dinner with {name} at the noodle bar tonight.",
+                               "assistant": "Sounds lovely."}],
+                })
+                assert response.status_code == 200, response.text
+            day = datetime(2025, month, 14).strftime("%B %d, %Y")  # "March 14, 2025"
+            sdk(server, agent).chat.completions.create(model="m", messages=[
+                {"role": "user", "content": f"Who did I have dinner with on {day}?"}])
+            block = user_text_seen_upstream(fake_upstream)
+            assert f"dinner with {friend}" in block, block

@@ -113,6 +113,8 @@ CASES: list[tuple[str, list[tuple[str, str | None]]]] = [
      [("User will host a summer BBQ on 2024-05-11", "commitment:host summer bbq")]),
     ("I think I'll go with the Eagle Creek Pack-It Cubes.",
      [("User decided to go with the Eagle Creek Pack-It Cubes", None)]),
+    ("I need to renew my visa by March 2025.",
+     [("User needs to renew their visa by 2025-03", "commitment:renew their visa")]),
     ("I plan to visit Japan next year.",
      [("User will visit Japan in 2025", "commitment:visit japan")]),
     ("I'm going to repaint the kitchen next month.",

@@ -72,7 +72,8 @@ subprocess, own data folder) against an in-process fake upstream. Histories are 
 with POST /memory/ingest, one session per request in date order, four agents at a time
 (LongMemEval: one agent per question, all in one store; LoCoMo: one agent per
 conversation, all in one store), after shifting their dates by whole days (LongMemEval:
-the question's date becomes today; LoCoMo: the last session was yesterday). Questions are
+the question's date becomes today; LoCoMo: the last session was yesterday, and a date a
+question names moves with it: "on May 3, 2023" names the same session's day). Questions are
 asked once the embedder has caught up, one at a time, through the openai SDK with
 X-Agent-Id; the fake upstream answers each with an error, so that the proxy does not
 remember the question and memory stays as ingested. The block is the text inside
@@ -155,6 +156,38 @@ def shifted(moment: datetime, shift: timedelta) -> datetime:
     return (moment + shift).replace(tzinfo=UTC)
 
 
+_MONTH_NAMES = ("January", "February", "March", "April", "May", "June", "July", "August",
+                "September", "October", "November", "December")
+_MONTH = "|".join(_MONTH_NAMES)
+_DATE_IN_TEXT = re.compile(
+    rf"\b(?:(?P<m1>{_MONTH}) (?P<d1>\d{{1,2}})(?:st|nd|rd|th)?,? (?P<y1>\d{{4}})"
+    rf"|(?P<d2>\d{{1,2}}) (?P<m2>{_MONTH}),? (?P<y2>\d{{4}})"
+    rf"|(?P<m3>{_MONTH}),? (?P<y3>\d{{4}})"
+    rf"|(?P<y4>(?:19|20)\d\d))\b"
+)
+
+
+def dates_shifted(text: str, shift: timedelta) -> str:
+    """`text` with the dates it names ("May 3, 2023", "27 March, 2022", "July 2023",
+    "2023") moved as the history they ask about was moved, so a question still names the
+    days its answer was said on."""
+
+    def moved(match: re.Match[str]) -> str:
+        g = match.groupdict()
+        if g["y1"] or g["y2"]:
+            month, day, year = (g["m1"], g["d1"], g["y1"]) if g["y1"] else (
+                g["m2"], g["d2"], g["y2"])
+            new = datetime(int(year), _MONTH_NAMES.index(month) + 1, int(day)) + shift
+            name = _MONTH_NAMES[new.month - 1]
+            return f"{name} {new.day}, {new.year}" if g["y1"] else f"{new.day} {name}, {new.year}"
+        if g["y3"]:
+            middle = datetime(int(g["y3"]), _MONTH_NAMES.index(g["m3"]) + 1, 15) + shift
+            return f"{_MONTH_NAMES[middle.month - 1]} {middle.year}"
+        return str(int(g["y4"]) + round(shift.days / 365.25))
+
+    return _DATE_IN_TEXT.sub(moved, text)
+
+
 def longmemeval_data(
     questions: Sequence[longmemeval.LmeQuestion], today: date
 ) -> tuple[list[History], list[Probe]]:
@@ -215,8 +248,8 @@ def locomo_data(
                 continue
             per_category[q.category] += 1
             evidence = tuple(Evidence(norm(turns[d].labelled())) for d in q.evidence)
-            asked.append(Probe(sample.sample_id, category_name(q.category), q.question,
-                               evidence, q.answer))
+            asked.append(Probe(sample.sample_id, category_name(q.category),
+                               dates_shifted(q.question, shift), evidence, q.answer))
         if asked or not histories:
             sessions = [Session(f"session_{s.number}", shifted(s.date, shift), locomo_pairs(s))
                         for s in sample.sessions]

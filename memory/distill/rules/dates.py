@@ -53,10 +53,14 @@ _PATTERNS: dict[str, list[list[dict]]] = {
     ],
     "IN_AMOUNT": [[{"LOWER": {"IN": ["in", "within"]}}, _AMOUNT, {"LOWER": {"IN": _UNITS}}]],
     "AGO": [[_AMOUNT, {"LOWER": {"IN": _UNITS}}, {"LOWER": "ago"}]],
+    "MONTH_YEAR": [
+        [{"LOWER": {"IN": ["in", "during", "by", "since", "until", "till", "before", "after"]},
+          "OP": "?"}, _MONTH, {"ORTH": ",", "OP": "?"}, _YEAR],
+    ],
     "MONTH_DAY": [[_PREP, _MONTH, _DAY_NUMBER, {"ORTH": ",", "OP": "?"}, {**_YEAR, "OP": "?"}]],
     "DAY_MONTH": [
         [_PREP, {"LOWER": "the", "OP": "?"}, _DAY_NUMBER, {"LOWER": "of", "OP": "?"}, _MONTH,
-         {**_YEAR, "OP": "?"}],
+         {"ORTH": ",", "OP": "?"}, {**_YEAR, "OP": "?"}],
     ],
     # Dates already absolute, as the rewrite below writes them, so a stored fact reads back
     # with the same slot: "on 2024-05-08", "in the week of 2024-05-13", "in 2024-06", "in 2025".
@@ -125,7 +129,7 @@ def _month_day(today: date, month: int, day: int, year: int | None) -> date | No
     return found
 
 
-def _resolve(expr: TimeExpression, today: date) -> str | None:
+def resolve(expr: TimeExpression, today: date) -> str | None:
     """The ISO phrase for one expression ("2024-05-08", "the week of 2024-05-13")."""
     words = [w for w in _words(expr.span) if w not in _PREPOSITIONS]
     label = expr.label
@@ -156,6 +160,9 @@ def _resolve(expr: TimeExpression, today: date) -> str | None:
             words = words[:-1]
         days = _amount(words[-2]) * _UNIT_DAYS[words[-1].rstrip("s")]
         return (today + timedelta(days=-days if label == "AGO" else days)).isoformat()
+    if label == "MONTH_YEAR":
+        month = next(MONTHS.index(w) + 1 for w in words if w in MONTHS)
+        return f"{int(words[-1]):04d}-{month:02d}"
     if label in {"MONTH_DAY", "DAY_MONTH"}:
         month = next(MONTHS.index(w) + 1 for w in words if w in MONTHS)
         numbers = [t.text for t in expr.span if t.text[:1].isdigit()]
@@ -179,7 +186,7 @@ def rewrite_with_dates(span: Span, when: date | None) -> tuple[str, bool]:
     cursor = span.start
     for expr in expressions:
         parts.append(span.doc[cursor:expr.span.start].text_with_ws)
-        resolved = _resolve(expr, when)
+        resolved = resolve(expr, when)
         if resolved is None:
             parts.append(expr.span.text_with_ws)
         else:
