@@ -18,8 +18,7 @@ from mnemoproxy.gate.planner import MemoryBlock, Planner, Procedure
 from mnemoproxy.gate.relevance import REFERENCE_PROMPTS, HeuristicGate, make_gate
 from mnemoproxy.gate.relevance.types import Evidence, Gate, GateContext, GateDecision
 from mnemoproxy.gate.tokens import count_tokens
-from mnemoproxy.memory import CoreModel, Fact, Kind, SearchResult
-from mnemoproxy.memory.periods import Period, period_asked
+from mnemoproxy.memory import CoreModel, Fact, Kind, Period, SearchResult, period_asked
 
 # Of the block's budget, how much a decision of each confidence may fill: a weak signal
 # gets the best items, not a full block of maybe-related memory. Weak signals are mostly
