@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import functools
 import re
-import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -18,7 +17,7 @@ from mnemoproxy.gate.planner import MemoryBlock, Planner, Procedure
 from mnemoproxy.gate.relevance import REFERENCE_PROMPTS, HeuristicGate, make_gate
 from mnemoproxy.gate.relevance.types import Evidence, Gate, GateContext, GateDecision
 from mnemoproxy.gate.tokens import count_tokens
-from mnemoproxy.memory import CoreModel, Fact, Kind, Period, SearchResult, period_asked
+from mnemoproxy.memory import CoreModel, Fact, Kind, SearchResult
 
 # Of the block's budget, how much a decision of each confidence may fill: a weak signal
 # gets the best items, not a full block of maybe-related memory. Weak signals are mostly
@@ -57,7 +56,7 @@ class MemoryReader(Protocol):
 
     async def search(
         self, agent_id: str, query: str, *, top_k: int, neighbours: bool = False,
-        period: Period | None = None,
+        now: float | None = None,
     ) -> list[SearchResult]: ...
 
     async def identity_facts(self, agent_id: str) -> list[Fact]: ...
@@ -175,8 +174,7 @@ class ReadPath:
                 # The messages said around the best matches compete too: an answer
                 # often shares no word with the question, the line before it does.
                 found = await self.memory.search(
-                    agent_id, text, top_k=self.candidates, neighbours=True,
-                    period=period_asked(text, time.time() if now is None else now),
+                    agent_id, text, top_k=self.candidates, neighbours=True, now=now,
                 )
             return found
 

@@ -9,7 +9,6 @@ from mnemoproxy.memory.consolidate import ConsolidationReport
 from mnemoproxy.memory.documents import DOCUMENT_EXTENSIONS
 from mnemoproxy.memory.model_server import CoreModel, JsonClient
 from mnemoproxy.memory.models import KINDS, SCOPES, Kind, Turn
-from mnemoproxy.memory.periods import Period, period_asked
 from mnemoproxy.memory.search import SearchResult
 from mnemoproxy.memory.service import Memory
 from mnemoproxy.memory.store.documents import StoredChunk, StoredDocument
@@ -29,11 +28,9 @@ __all__ = [
     "JsonClient",
     "Kind",
     "Memory",
-    "Period",
     "SearchResult",
     "StoredChunk",
     "StoredDocument",
     "ThreadSummary",
     "Turn",
-    "period_asked",
 ]

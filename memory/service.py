@@ -37,7 +37,7 @@ from mnemoproxy.memory.embedding_worker import EmbeddingWorker
 from mnemoproxy.memory.model_server import CoreModel, CoreModelClient, JsonClient
 from mnemoproxy.memory.models import FactDraft, Kind, ProcedureDraft, Turn
 from mnemoproxy.memory.ownership import OWNER_FILE, QUEUE_POLL_SECONDS, OwnerLock, Ownership
-from mnemoproxy.memory.periods import Period
+from mnemoproxy.memory.periods import period_asked
 from mnemoproxy.memory.search import (
     DEFAULT_FUSION,
     DEFAULT_MMR_LAMBDA,
@@ -299,11 +299,13 @@ class Memory:
         mmr_lambda: float | None = DEFAULT_MMR_LAMBDA,
         fusion: Fusion = DEFAULT_FUSION,
         neighbours: bool = False,
-        period: Period | None = None,
+        dated: bool = True,
     ) -> list[SearchResult]:
         """The agent's items best matching `query` (hybrid BM25 + vectors), best first;
-        with `neighbours`, the messages said around the best ones compete too; with
-        `period`, what was said in it gains."""
+        with `neighbours`, the messages said around the best ones compete too. A time the
+        query names ("on May 3, 2023", "last weekend"; memory/periods.py) lifts what was
+        said then, unless `dated` is False."""
+        period = period_asked(query, time.time() if now is None else now) if dated else None
         return await self._retriever.search(
             agent_id,
             query,
