@@ -299,13 +299,12 @@ class Memory:
         mmr_lambda: float | None = DEFAULT_MMR_LAMBDA,
         fusion: Fusion = DEFAULT_FUSION,
         neighbours: bool = False,
-        dated: bool = True,
     ) -> list[SearchResult]:
         """The agent's items best matching `query` (hybrid BM25 + vectors), best first;
         with `neighbours`, the messages said around the best ones compete too. A time the
         query names ("on May 3, 2023", "last weekend"; memory/periods.py) lifts what was
-        said then, unless `dated` is False."""
-        period = period_asked(query, time.time() if now is None else now) if dated else None
+        said then."""
+        period = period_asked(query, time.time() if now is None else now)
         return await self._retriever.search(
             agent_id,
             query,
