@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
 
 .DEFAULT_GOAL := help
-.PHONY: help install browser run test lint bench eval eval-real clean
+.PHONY: help install browser postgres run test lint bench eval eval-real clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*## "} {printf "  make %-9s %s\n", $$1, $$2}'
@@ -33,8 +33,17 @@ browser: ## install Debian's chromium when missing (apt-get)
 	  $(SUDO) apt-get update -qq && \
 	  DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq chromium >/dev/null; }
 
-test: install browser ## run the test suite
+# The suite runs on each store backend; PostgreSQL's run starts a throwaway cluster of
+# Debian's server (tests/postgres_cluster.py).
+postgres: ## install Debian's PostgreSQL server when missing (apt-get)
+	@ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || command -v initdb >/dev/null || { \
+	  echo "installing postgresql for the PostgreSQL tests (apt-get)"; \
+	  $(SUDO) apt-get update -qq && \
+	  DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq postgresql >/dev/null; }
+
+test: install browser postgres ## run the test suite (SQLite, then PostgreSQL)
 	$(PY) -m pytest -q $(ARGS)
+	$(PY) -m pytest -q --store-backend postgres $(ARGS)
 
 lint: install ## ruff and mypy
 	$(VENV)/bin/ruff check .

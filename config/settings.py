@@ -120,6 +120,14 @@ class Settings:
     data_dir: str = _setting(
         "./mnemo-data", "Folder holding the SQLite database and the vector indexes."
     )
+    store_url: str = _setting(
+        "",
+        "Where memory is stored: empty for SQLite in data_dir, or a PostgreSQL URL "
+        "(postgresql://user:password@host:5432/database) shared by any number of proxy "
+        "processes; data_dir then holds only what each process derives from it (vector "
+        "indexes).",
+        secret=True,
+    )
     encryption_key_file: str = _setting(
         "",
         "A file holding a passphrase (or 64 hex digits) to encrypt memory at rest with "

@@ -1,4 +1,5 @@
-"""Several processes on one data_dir (`workers > 1`): which of them does the background work.
+"""Several processes on one memory (`workers > 1`, or replicas on one PostgreSQL database):
+which of them does the background work.
 
 Every process records turns (one SQLite write transaction each; SQLite lets one writer in
 at a time and the others wait, `busy_timeout`) and serves reads. Distilling sessions,
@@ -6,7 +7,9 @@ embedding and consolidating belong to one of them, the owner: the process holdin
 exclusive `flock` on `<data_dir>/owner.lock` (the file holds its pid). The others try
 for it every RETRY_SECONDS; the kernel releases it when its holder exits, however it
 exits (kill -9 included), so another process takes over and, as a restarted proxy does,
-distils whatever was left pending.
+distils whatever was left pending. Replicas sharing a PostgreSQL database (`store_url`),
+on one machine or many, hold a database lock instead (memory/store/postgres.DatabaseOwnerLock):
+the server releases it when its holder's connection ends, kill -9 included.
 
 The owner learns of other processes' work through the database: pending turns
 (`WritePath.notice_pending`, every PENDING_POLL_SECONDS) and texts queued for a vector
@@ -25,6 +28,9 @@ import logging
 import os
 from collections.abc import Awaitable, Callable
 from pathlib import Path
+from typing import Protocol
+
+from mnemoproxy.memory.store import postgres
 
 log = logging.getLogger("mnemoproxy.memory")
 
@@ -34,12 +40,27 @@ PENDING_POLL_SECONDS = 1.0
 QUEUE_POLL_SECONDS = 0.5
 
 
+class Lock(Protocol):
+    """What an owner lock does: taken by one process at a time, released by `release` or
+    by the holder's end (this file lock; on PostgreSQL, store/postgres.DatabaseOwnerLock)."""
+
+    where: str
+
+    @property
+    def held(self) -> bool: ...
+
+    def try_acquire(self) -> bool: ...
+
+    def release(self) -> None: ...
+
+
 class OwnerLock:
     """An exclusive, non-blocking flock on a file: held by one process (one open file, in
     fact) at a time, released by `release` or by the holder's exit."""
 
     def __init__(self, path: Path) -> None:
         self.path = path
+        self.where = str(path.parent)
         self._descriptor: int | None = None
 
     @property
@@ -72,8 +93,11 @@ class OwnerLock:
             os.close(descriptor)  # closing the last descriptor of the open file unlocks
 
 
-def owner_pid(data_dir: str | Path) -> int | None:
-    """The pid written by the process that holds (or last held) data_dir's owner lock."""
+def owner_pid(data_dir: str | Path, store_url: str = "") -> int | None:
+    """The pid written by the process that holds (or last held) data_dir's owner lock; on
+    PostgreSQL (`store_url`), of the process whose connection holds the database's."""
+    if store_url:
+        return postgres.owner_pid(store_url)
     try:
         text = (Path(data_dir) / OWNER_FILE).read_text(encoding="ascii").strip()
     except OSError:
@@ -87,7 +111,7 @@ class Ownership:
 
     def __init__(
         self,
-        lock: OwnerLock,
+        lock: Lock,
         become_owner: Callable[[], Awaitable[None]],
         poll: Callable[[], Awaitable[object]],
         *,
@@ -122,9 +146,10 @@ class Ownership:
     async def _try(self) -> bool:
         if self.is_owner:
             return True
-        if not self.lock.try_acquire():
+        # A database lock is a round trip to the server: off the event loop.
+        if not await asyncio.to_thread(self.lock.try_acquire):
             return False
-        log.info("process %d owns the background work of %s", os.getpid(), self.lock.path.parent)
+        log.info("process %d owns the background work of %s", os.getpid(), self.lock.where)
         try:
             await self._become_owner()
         except Exception:

@@ -36,7 +36,13 @@ from mnemoproxy.memory.embedders.offloaded import OFFLOADED_BACKENDS, OffloadedE
 from mnemoproxy.memory.embedding_worker import EmbeddingWorker
 from mnemoproxy.memory.model_server import CoreModel, CoreModelClient, JsonClient
 from mnemoproxy.memory.models import FactDraft, Kind, ProcedureDraft, Turn
-from mnemoproxy.memory.ownership import OWNER_FILE, QUEUE_POLL_SECONDS, OwnerLock, Ownership
+from mnemoproxy.memory.ownership import (
+    OWNER_FILE,
+    QUEUE_POLL_SECONDS,
+    Lock,
+    OwnerLock,
+    Ownership,
+)
 from mnemoproxy.memory.periods import period_asked
 from mnemoproxy.memory.search import (
     DEFAULT_FUSION,
@@ -49,6 +55,7 @@ from mnemoproxy.memory.store import Store
 from mnemoproxy.memory.store.cipher import Cipher
 from mnemoproxy.memory.store.db import require_agent
 from mnemoproxy.memory.store.documents import StoredChunk, StoredDocument
+from mnemoproxy.memory.store.postgres import DatabaseOwnerLock
 from mnemoproxy.memory.store.procedures import StoredProcedure
 from mnemoproxy.memory.store.records import Episode, Fact, item_type_of
 from mnemoproxy.memory.store.threads import ThreadSummary
@@ -70,6 +77,13 @@ REFERENCE_CACHE_AGENTS = 4096
 # Whether an agent holds documents is asked of the store again after this long (another
 # process may have added some).
 DOCUMENTS_SECONDS = 5.0
+
+
+
+def shares_memory(settings: Settings) -> bool:
+    """Whether other processes may write this memory too: several workers on data_dir, or
+    a PostgreSQL store any number of replicas share."""
+    return settings.workers > 1 or bool(settings.store_url)
 
 
 @dataclass
@@ -109,7 +123,7 @@ class Memory:
             self.summary_model = distiller_core
         self._vectors = VectorIndexes(
             Path(settings.data_dir) / VECTORS_FOLDER, store, embedder,
-            persist=not settings.encryption_key_file, shared=settings.workers > 1,
+            persist=not settings.encryption_key_file, shared=shares_memory(settings),
         )
         self._worker = EmbeddingWorker(store, bulk_embedder or embedder, self._vectors)
         self._retriever = Retriever(store, self._vectors, embedder)
@@ -162,11 +176,12 @@ class Memory:
         # Weights loaded (or a remote model's size learned) now, not on the first chat.
         await embedder.load()
         store = await Store.open(
-            settings.data_dir, cipher=Cipher.from_file(settings.encryption_key_file)
+            settings.data_dir, cipher=Cipher.from_file(settings.encryption_key_file),
+            store_url=settings.store_url,
         )
         core = CoreModelClient(http, settings) if settings.core_model and http else None
         memory = cls(settings, store, embedder, core, bulk_embedder=bulk_embedder)
-        if background and settings.workers > 1:
+        if background and shares_memory(settings):
             await memory._share_background()
         elif background:
             memory._prepare_helper()
@@ -176,8 +191,9 @@ class Memory:
         return memory
 
     async def _share_background(self) -> None:
-        """workers > 1: the background work runs in the one process that owns data_dir
-        (memory/ownership.py); this one takes it on once it wins the owner lock."""
+        """workers > 1 or replicas on one database: the background work runs in the one
+        process that owns the memory (memory/ownership.py); this one takes it on once it
+        wins the owner lock."""
         self._writer.scheduler.standby = True
 
         async def become_owner() -> None:
@@ -189,7 +205,8 @@ class Memory:
             await self._writer.notice_pending()
             self._start_consolidation()
 
-        lock = OwnerLock(Path(self.settings.data_dir) / OWNER_FILE)
+        lock: Lock = (DatabaseOwnerLock(self.settings.store_url) if self.settings.store_url
+                      else OwnerLock(Path(self.settings.data_dir) / OWNER_FILE))
         self._ownership = Ownership(lock, become_owner, self._writer.notice_pending)
         await self._ownership.start()
 

@@ -8,8 +8,10 @@ import pytest
 from mnemoproxy.memory import Memory
 from mnemoproxy.memory.embedders import HashingEmbedder
 from mnemoproxy.memory.store import Store
+from tests.backends import store_url_for, use_postgres
 from tests.fake_upstream import FakeUpstream
 from tests.memory_client import memory_settings
+from tests.postgres_cluster import Cluster, running_cluster
 from tests.proxy_server import ProxyServer, make_settings
 
 
@@ -53,10 +55,40 @@ def memory_proxy(fake_upstream: FakeUpstream, tmp_path) -> Iterator[ProxyServer]
         yield server
 
 
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--store-backend", choices=("sqlite", "postgres"), default="sqlite",
+        help="where the memory the tests open lives (tests/backends.py)")
+
+
+@pytest.fixture(scope="session")
+def postgres_cluster() -> Iterator[Cluster]:
+    """A throwaway PostgreSQL cluster for the whole run (tests/postgres_cluster.py)."""
+    with running_cluster() as cluster:
+        yield cluster
+
+
+@pytest.fixture(scope="session", autouse=True)
+def store_backend(request: pytest.FixtureRequest) -> Iterator[str]:
+    """The backend of this run: with postgres, settings made for a data_dir name a fresh
+    database of the throwaway cluster."""
+    backend: str = request.config.getoption("--store-backend")
+    if backend == "postgres":
+        use_postgres(request.getfixturevalue("postgres_cluster"))
+    yield backend
+    use_postgres(None)
+
+
 @pytest.fixture
-async def store(tmp_path: Path) -> AsyncIterator[Store]:
-    """A fresh store: the SQL layer alone."""
-    opened = await Store.open(tmp_path)
+def store_url(tmp_path: Path) -> str:
+    """This run's backend: "" (SQLite in data_dir) or a fresh PostgreSQL database."""
+    return store_url_for(str(tmp_path))
+
+
+@pytest.fixture
+async def store(tmp_path: Path, store_url: str) -> AsyncIterator[Store]:
+    """A fresh store on each backend: the SQL layer alone."""
+    opened = await Store.open(tmp_path, store_url=store_url)
     yield opened
     await opened.close()
 

@@ -18,6 +18,7 @@ import uvicorn
 from mnemoproxy.config.settings import Settings, load_settings
 from mnemoproxy.proxy.app import MemoryOpener, create_app
 from mnemoproxy.proxy.chat_memory import open_memory
+from tests.backends import store_url_for
 
 
 def free_port() -> int:
@@ -29,9 +30,10 @@ def free_port() -> int:
 def make_settings(**overrides: Any) -> Settings:
     """Settings for a test: nothing from the user's environment or working directory, and
     memory off unless the test turns it on (with a data_dir of its own)."""
-    return load_settings(
-        cli={"enabled": False, **overrides}, environ={}, read_default_file=False
-    )
+    values = {"enabled": False, **overrides}
+    if "store_url" not in values and "data_dir" in values:
+        values["store_url"] = store_url_for(str(values["data_dir"]))
+    return load_settings(cli=values, environ={}, read_default_file=False)
 
 
 class ProxyServer:
@@ -93,6 +95,9 @@ def serve_process(
     args = [sys.executable, "-m", "mnemoproxy.proxy.cli", "serve", "--port", str(port),
             "--data-dir", str(data_dir), "--upstream-url", upstream, "--log-level", "warning",
             "--embedding-backend", embedding_backend, *options]
+    store_url = store_url_for(str(data_dir))
+    if store_url and "--store-url" not in options:
+        args += ["--store-url", store_url]
     with log.open("ab") as out:
         proc = subprocess.Popen(args, cwd=data_dir, stdout=out, stderr=subprocess.STDOUT)
     deadline = time.monotonic() + 60

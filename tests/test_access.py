@@ -185,6 +185,10 @@ def test_memory_on_disk_is_for_its_owner_only(fake_upstream, tmp_path):
             "agent_id": "dana.whitfield@example.com", "conversation_id": "c",
             "turns": [{"user": "My locker code is 4417.", "assistant": "Noted."}]})
         assert response.status_code == 200
+        # A search loads the agent's vector index (several processes sharing memory, as
+        # on PostgreSQL, build it from the database on first use; one alone as it embeds).
+        assert httpx.post(server.url + "/memory/search", json={
+            "agent_id": "dana.whitfield@example.com", "query": "locker code"}).status_code == 200
     data_dir = Path(settings.data_dir)
     files = [p for p in data_dir.rglob("*") if p.is_file()]
     assert any(p.suffix == ".usearch" for p in files) and any(p.suffix == ".json" for p in files)
@@ -205,7 +209,8 @@ async def test_changes_through_the_api_are_in_the_processing_log_with_the_key(ke
         assert call(server, "admin", secrets, "POST", "/memory/consolidate", {}).status_code == 200
     right_id = next(k.id for k in keys.active if k.agents == (AGENT,))
     admin_id = next(k.id for k in keys.active if k.admin)
-    store = await Store.open(Path(server.settings.data_dir))
+    store = await Store.open(Path(server.settings.data_dir),
+                             store_url=server.settings.store_url)
     try:
         log = await store.processing_log(AGENT)
     finally:

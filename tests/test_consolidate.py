@@ -24,6 +24,7 @@ from mnemoproxy.memory.models import EpisodeDraft, FactDraft, FactKind
 from mnemoproxy.memory.store import Store
 from mnemoproxy.memory.store.records import TranscriptMessage
 from mnemoproxy.memory.store.schema import MIGRATIONS
+from tests.raw_store import rows as raw_rows
 
 DAY = 86_400.0
 NOW = 1_700_000_000.0
@@ -53,8 +54,7 @@ async def episode(store: Store, summary: str, *, days_ago: float, agent: str = "
 
 
 def rows(store: Store, sql: str) -> list[tuple[object, ...]]:
-    with sqlite3.connect(store.path) as db:
-        return db.execute(sql).fetchall()
+    return raw_rows(store, sql)
 
 
 # -- decay ----------------------------------------------------------------------------------
@@ -231,7 +231,7 @@ async def _mixed_memory(store: Store, agent: str) -> None:
 
 
 def _snapshot(store: Store) -> list[list[tuple[object, ...]]]:
-    return [rows(store, f"SELECT * FROM {table} ORDER BY rowid")
+    return [rows(store, f"SELECT * FROM {table} ORDER BY 1, 2")
             for table in ("facts", "episodes", "processing_log", "embeddings")]
 
 

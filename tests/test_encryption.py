@@ -25,7 +25,9 @@ def written_bytes(folder: Path) -> bytes:
 def test_no_file_holds_memory_in_clear_and_the_key_opens_it(fake_upstream, tmp_path):
     key_file = tmp_path / "memory.key"
     key_file.write_text("correct horse battery staple\n")
+    # Encryption at rest is SQLite's (SQLCipher), whichever backend this run's other tests use.
     settings = memory_settings(fake_upstream, tmp_path, encryption_key_file=str(key_file),
+                               store_url="",
                                embedding_backend="wordllama")
     with ProxyServer(settings) as server:
         ingested = httpx.post(server.url + "/memory/ingest", json={
@@ -70,3 +72,11 @@ async def test_a_wrong_key_or_an_unencrypted_database_is_refused_clearly(tmp_pat
     hex_key.write_text("ab" * 32)
     store = await Store.open(tmp_path / "raw", cipher=Cipher.from_file(str(hex_key)))
     await store.close()
+
+
+async def test_a_key_with_a_postgres_store_is_refused_clearly(tmp_path):
+    key = tmp_path / "memory.key"
+    key.write_text("the right passphrase")
+    with pytest.raises(SettingError, match="encrypt the server's storage"):
+        await Store.open(tmp_path / "d", cipher=Cipher.from_file(str(key)),
+                         store_url="postgresql://nobody@127.0.0.1:1/none")

@@ -3,13 +3,13 @@ file, no byte of its text in any file under data_dir; its neighbours keep everyt
 
 from __future__ import annotations
 
-import sqlite3
 from pathlib import Path
 
 import httpx
 
 from tests.memory_client import memory_settings, sdk
 from tests.proxy_server import ProxyServer
+from tests.raw_store import rows, stored_bytes
 
 SECRET_WORD = "Quokkaberry"
 DOCUMENT_WORD = "Zanzibarella"  # said in a document alone
@@ -17,7 +17,7 @@ PROCEDURE_WORD = "Pumpernickelo"  # said in a procedure alone
 
 
 def every_byte(folder: Path) -> bytes:
-    return b"".join(p.read_bytes() for p in folder.rglob("*") if p.is_file())
+    return stored_bytes(folder)
 
 
 def long_thread(word: str, turns: int = 30) -> list[dict[str, str]]:
@@ -34,8 +34,7 @@ def long_thread(word: str, turns: int = 30) -> list[dict[str, str]]:
 
 
 def thread_summaries(data_dir: Path) -> list[tuple[str, str]]:
-    with sqlite3.connect(data_dir / "memory.db") as db:
-        return db.execute("SELECT agent_id, summary FROM thread_summaries").fetchall()
+    return rows(data_dir, "SELECT agent_id, summary FROM thread_summaries")
 
 
 def test_a_forgotten_agent_leaves_no_trace(fake_upstream, tmp_path):

@@ -5,8 +5,6 @@ sessions and agents kept apart, the core model's summaries and their fallback.""
 from __future__ import annotations
 
 import json
-import sqlite3
-from pathlib import Path
 from typing import Any
 
 import httpx
@@ -15,6 +13,7 @@ import pytest
 from mnemoproxy.gate.threads import SUMMARY_CLOSE, SUMMARY_OPEN, message_tokens
 from tests.memory_client import memory_settings, post, sdk
 from tests.proxy_server import ProxyServer
+from tests.raw_store import rows
 
 BUDGET = 2000
 SYSTEM = {"role": "system", "content": "You are a patient travel planner. Answer briefly."}
@@ -58,10 +57,9 @@ def chat(server: ProxyServer, agent: str, messages: list[dict[str, Any]],
 
 
 def summaries(data_dir: str, agent: str | None = None) -> list[tuple[str, str, str]]:
-    with sqlite3.connect(Path(data_dir) / "memory.db") as db:
-        rows = db.execute("SELECT agent_id, session_key, summary FROM thread_summaries "
-                          "ORDER BY agent_id, session_key").fetchall()
-    return [r for r in rows if agent is None or r[0] == agent]
+    found = rows(data_dir, "SELECT agent_id, session_key, summary FROM thread_summaries "
+                 "ORDER BY agent_id, session_key")
+    return [r for r in found if agent is None or r[0] == agent]
 
 
 @pytest.fixture

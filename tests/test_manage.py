@@ -6,6 +6,7 @@ from __future__ import annotations
 import httpx
 
 from tests.memory_client import sdk, wait_for
+from tests.raw_store import stored_bytes
 
 
 def test_look_through_an_agents_memory_and_fix_it_by_hand(memory_proxy, fake_upstream):
@@ -112,7 +113,7 @@ def test_a_facts_history_a_forgotten_session_and_a_deleted_episode(memory_proxy,
     assert forgotten.status_code == 200, forgotten.text
     assert forgotten.json()["forgotten"]["messages"] == 2
     data_dir = tmp_path / "data"
-    stored = b"".join(p.read_bytes() for p in data_dir.rglob("*") if p.is_file())
+    stored = stored_bytes(data_dir)
     assert b"Zyxquorn" not in stored and b"Berlin" in stored
     current = httpx.get(url + "/agents/dana/facts").json()["facts"]
     assert [("Berlin" in f["content"]) for f in current] == [True]  # Paris went with c2

@@ -15,6 +15,7 @@ from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
 
 from mnemoproxy.proxy.keys import KeyFile
+from tests.backends import store_url_for
 from tests.memory_client import memory_settings
 from tests.proxy_server import ProxyServer
 
@@ -58,7 +59,8 @@ async def test_mcp_over_stdio(tmp_path):
     params = StdioServerParameters(
         command=sys.executable, args=["-m", "mnemoproxy.proxy.cli", "mcp", "--data-dir",
                                       str(tmp_path / "data")],
-        env={"MNEMO_EMBEDDING_BACKEND": "hashing"})
+        env={"MNEMO_EMBEDDING_BACKEND": "hashing",
+             "MNEMO_STORE_URL": store_url_for(str(tmp_path / "data"))})
     async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
         await use_tools(session)
 

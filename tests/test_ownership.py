@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-import sqlite3
 import subprocess
 import sys
 import time
@@ -21,6 +20,7 @@ from mnemoproxy.memory.ownership import OWNER_FILE, RETRY_SECONDS, OwnerLock, ow
 from mnemoproxy.memory.search import Fusion
 from mnemoproxy.memory.vectors import REFRESH_SECONDS
 from tests.proxy_server import make_settings
+from tests.raw_store import raw, rows
 
 VECTORS_ONLY = Fusion(vector_weight=1.0)
 
@@ -90,8 +90,7 @@ async def _eventually(check: Callable[[], Awaitable[bool]], seconds: float = 10)
 
 
 def _rows(data_dir: Path, sql: str) -> list[tuple[object, ...]]:
-    with sqlite3.connect(data_dir / "memory.db") as db:
-        return db.execute(sql).fetchall()
+    return rows(data_dir, sql)
 
 
 async def _found_by_vectors(memory: Memory, agent: str, query: str, word: str) -> bool:
@@ -203,6 +202,8 @@ async def test_a_stale_index_file_is_brought_up_to_date_not_rebuilt(tmp_path: Pa
     data = tmp_path / "data"
     alone = await _shared(data, workers=1)  # one process: its file has no sequence number
     await alone.ingest("agent", "one", [Turn("I keep bees on the roof of my flat.", "Nice!")])
+    # (On PostgreSQL every process shares memory: the index is loaded by a search.)
+    assert await _found_by_vectors(alone, "agent", "keep bees on the roof", "bees")
     await alone.close()
     shared = await _shared(data)
     try:
@@ -213,7 +214,7 @@ async def test_a_stale_index_file_is_brought_up_to_date_not_rebuilt(tmp_path: Pa
         await shared._vectors.flush()  # the owner's file records its sequence number
     finally:
         await shared.close()
-    with sqlite3.connect(data / "memory.db") as db:  # a message deleted behind its back
+    with raw(data) as db:  # a message deleted behind its back
         db.execute("DELETE FROM transcript WHERE content LIKE '%Gustav%'")
     again = await _shared(data)
     try:

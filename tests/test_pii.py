@@ -4,7 +4,6 @@ numbers are left alone."""
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import httpx
 import pytest
@@ -12,6 +11,7 @@ import pytest
 from mnemoproxy.memory.pii import redact_pii
 from tests.memory_client import memory_settings, sdk
 from tests.proxy_server import ProxyServer
+from tests.raw_store import stored_bytes
 
 
 @pytest.mark.parametrize("text,expected", [
@@ -48,7 +48,7 @@ def test_with_redact_pii_nothing_personal_is_stored(fake_upstream, tmp_path):
         client = sdk(server, "dana", "s1")
         client.chat.completions.create(model="m", messages=[{"role": "user", "content": (
             "Reach me at dana@example.com or +1 415 555 0132; my card 4111 1111 1111 1111.")}])
-    stored = b"".join(p.read_bytes() for p in Path(tmp_path / "data").rglob("*") if p.is_file())
+    stored = stored_bytes(tmp_path / "data")
     for secret in (b"dana@example.com", b"555 0132", b"4111 1111"):
         assert secret not in stored
     assert b"[email]" in stored and b"[phone]" in stored and b"[card]" in stored
@@ -66,6 +66,6 @@ def test_every_way_in_is_scrubbed(fake_upstream, tmp_path):
             {"turn_index": 0, "role": "user", "content": "I am at bo@example.org", "at": 1.7e9}]}
         httpx.post(server.url + "/agents/dana/import", content=(json.dumps(record) + "\n").encode(),
                    headers={"Content-Type": "application/x-ndjson"})
-    stored = b"".join(p.read_bytes() for p in Path(tmp_path / "data").rglob("*") if p.is_file())
+    stored = stored_bytes(tmp_path / "data")
     for secret in (b"dana@example.com", b"sk-abcdefghijklmnop1234", b"555 0132", b"bo@example"):
         assert secret not in stored

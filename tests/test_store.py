@@ -13,14 +13,11 @@ import pytest
 from mnemoproxy.errors import InvalidArgument, MemoryFailure
 from mnemoproxy.memory.models import EpisodeDraft, FactDraft, Turn
 from mnemoproxy.memory.store import Store
+from mnemoproxy.memory.store.pg_schema import PG_MIGRATIONS
 from mnemoproxy.memory.store.records import TranscriptMessage
 from mnemoproxy.memory.store.retrieval import _EMBED_SOURCES
 from mnemoproxy.memory.store.schema import MIGRATIONS
-
-
-def raw(path: Path) -> sqlite3.Connection:
-    """A second, independent connection, as another process (or a DBA) would have."""
-    return sqlite3.connect(path, isolation_level=None)
+from tests.raw_store import raw
 
 
 def messages(*texts: str, start: int = 0, at: float = 1000.0) -> list[TranscriptMessage]:
@@ -31,16 +28,19 @@ def messages(*texts: str, start: int = 0, at: float = 1000.0) -> list[Transcript
 
 
 async def test_blank_database_gets_every_migration(store: Store) -> None:
-    with raw(store.path) as db:
-        names = [row[0] for row in db.execute("SELECT name FROM _migrations ORDER BY rowid")]
-        assert names == [name for name, _ in MIGRATIONS]
-        assert db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    with raw(store) as db:
+        names = [row[0] for row in db.execute("SELECT name FROM _migrations ORDER BY name")]
+        if store.dialect == "postgres":
+            assert names == [name for name, _ in PG_MIGRATIONS]
+        else:
+            assert names == [name for name, _ in MIGRATIONS]
+            assert db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
 
 
 async def test_database_at_previous_step_upgrades(tmp_path: Path) -> None:
     old = await Store.open(tmp_path, migrations=MIGRATIONS[:-1])
     await old.close()
-    with raw(tmp_path / "memory.db") as db:
+    with sqlite3.connect(tmp_path / "memory.db") as db:
         assert db.execute("SELECT COUNT(*) FROM _migrations").fetchone()[0] == len(MIGRATIONS) - 1
     upgraded = await Store.open(tmp_path)
     try:
@@ -53,8 +53,10 @@ async def test_database_at_previous_step_upgrades(tmp_path: Path) -> None:
     await reopened.close()  # nothing left to apply, nothing applied twice
 
 
-async def test_reads_run_side_by_side_and_stop_cleanly_at_close(tmp_path: Path) -> None:
-    store = await Store.open(tmp_path)
+async def test_reads_run_side_by_side_and_stop_cleanly_at_close(
+    tmp_path: Path, store_url: str
+) -> None:
+    store = await Store.open(tmp_path, store_url=store_url)
     session_id = await store.session("a", "s")
     await store.add_transcript("a", session_id, messages("the zebra grazes", "so it does"))
     found = await asyncio.gather(*(
@@ -141,9 +143,10 @@ async def test_a_message_is_embedded_with_the_one_before_it(store: Store) -> Non
     # The previous message is found by seeking the session's index, not by walking the
     # session from its start (which made long sessions quadratic to embed).
     source = _EMBED_SOURCES["transcript"]
-    with raw(store.path) as db:
-        plan = " ".join(row[3] for row in db.execute(f"EXPLAIN QUERY PLAN {source}"))
-    assert "turn_index<" in plan.replace(" ", "")
+    if store.dialect == "sqlite":
+        with raw(store) as db:
+            plan = " ".join(row[3] for row in db.execute(f"EXPLAIN QUERY PLAN {source}"))
+        assert "turn_index<" in plan.replace(" ", "")
 
 
 async def test_record_turns_stores_session_messages_and_signals_once(store: Store) -> None:
@@ -226,13 +229,14 @@ async def test_fts_mirrors_follow_updates_and_deletes(store: Store) -> None:
     assert await store.bm25_candidates("agent", ["miso"], ("fact",))
     assert await store.bm25_candidates("agent", ["cats"], ("episode",))
 
-    with raw(store.path) as db:
+    with raw(store) as db:
         db.execute("UPDATE facts SET content = 'The dog is called Rex' WHERE id = ?", (fact_id,))
         db.execute("UPDATE episodes SET topics_json = '[\"dogs\"]' WHERE id = ?", (episode_id,))
         db.execute("DELETE FROM transcript WHERE session_id = ?", (session_id,))
         # The FTS index itself agrees with its content tables.
         for table in ("facts_fts", "episodes_fts", "transcript_fts"):
-            db.execute(f"INSERT INTO {table} ({table}) VALUES ('integrity-check')")
+            if store.dialect == "sqlite":
+                db.execute(f"INSERT INTO {table} ({table}) VALUES ('integrity-check')")
 
     assert await store.bm25_candidates("agent", ["miso"], ("fact",)) == []
     rex = await store.bm25_candidates("agent", ["rex"], ("fact",))
@@ -291,7 +295,8 @@ async def test_processing_log_and_status(store: Store) -> None:
     ]
     assert await store.processing_log("other") == []
     status = await store.status("hashing-256-v1")
-    assert status["db_path"].endswith("memory.db")
+    assert status["db_path"].endswith(
+        "memory.db" if store.dialect == "sqlite" else store.path.rsplit("/", 1)[1])
     assert status["embedding_model"] == "hashing-256-v1"
 
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import sqlite3
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -13,12 +12,15 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from mnemoproxy.errors import InvalidArgument
 from mnemoproxy.memory.embedders import HashingEmbedder, LocalEmbedder
 from mnemoproxy.memory.embedding_worker import EmbeddingWorker
 from mnemoproxy.memory.models import EpisodeDraft, FactDraft
 from mnemoproxy.memory.store import Store
 from mnemoproxy.memory.store.records import ITEM_TYPES, TranscriptMessage
 from mnemoproxy.memory.vectors import VectorIndexes, key_item, vector_key
+from tests.backends import store_url_for
+from tests.raw_store import raw
 
 
 class RenamedEmbedder(LocalEmbedder):
@@ -52,7 +54,7 @@ class Parts:
 
 
 async def open_parts(folder: Path, embedder: LocalEmbedder, *, start_worker: bool) -> Parts:
-    store = await Store.open(folder)
+    store = await Store.open(folder, store_url=store_url_for(str(folder)))
     vectors = VectorIndexes(folder / "vectors", store, embedder)
     parts = Parts(store, vectors, EmbeddingWorker(store, embedder, vectors))
     if start_worker:
@@ -95,7 +97,7 @@ async def test_changed_text_and_changed_model_are_embedded_again(tmp_path: Path)
     parts = await open_parts(tmp_path, RenamedEmbedder("fake-a"), start_worker=False)
     await fill(parts.store)
     await parts.worker.drain()
-    with sqlite3.connect(parts.store.path) as db:
+    with raw(parts.store) as db:
         db.execute("UPDATE facts SET content = 'Grows peppers' WHERE id = 1")
     assert await parts.worker.drain() == 1
     await parts.close()
@@ -157,7 +159,7 @@ async def test_truncated_index_is_rebuilt(tmp_path: Path) -> None:
 
 async def test_stale_index_is_brought_up_to_date_not_rebuilt(tmp_path: Path) -> None:
     def add_rows_behind_its_back(index: Path, sidecar: Path) -> None:
-        with sqlite3.connect(tmp_path / "memory.db") as db:
+        with raw(tmp_path) as db:
             db.execute("INSERT INTO embeddings SELECT 'fact', 99, agent_id, model, "
                        "content_hash, vector FROM embeddings LIMIT 1")
 
@@ -166,9 +168,9 @@ async def test_stale_index_is_brought_up_to_date_not_rebuilt(tmp_path: Path) -> 
 
 async def test_vectors_of_rows_deleted_behind_its_back_leave_the_index(tmp_path: Path) -> None:
     def delete_rows_behind_its_back(index: Path, sidecar: Path) -> None:
-        with sqlite3.connect(tmp_path / "memory.db") as db:
-            db.execute("DELETE FROM embeddings WHERE rowid IN "
-                       "(SELECT rowid FROM embeddings LIMIT 2)")
+        with raw(tmp_path) as db:
+            db.execute("DELETE FROM embeddings WHERE (item_type, item_id) IN (SELECT "
+                       "item_type, item_id FROM embeddings ORDER BY item_type, item_id LIMIT 2)")
 
     assert await _reopened_index_size(tmp_path, delete_rows_behind_its_back) == (2, 0)
 
@@ -200,6 +202,10 @@ async def test_index_of_another_model_is_rebuilt(tmp_path: Path) -> None:
 async def test_index_files_are_named_safely_for_any_agent_id(tmp_path: Path) -> None:
     parts = await open_parts(tmp_path, RenamedEmbedder("fake-a"), start_worker=False)
     weird = "../../etc/passwd\x00 ünïcode/\\:*?"
+    if parts.store.dialect == "postgres":  # its text holds no NUL: refused, not mangled
+        with pytest.raises(InvalidArgument, match="NUL"):
+            await parts.store.session(weird, "s")
+        weird = weird.replace("\x00", "")
     await fill(parts.store, weird)
     await parts.worker.drain()
     index_path, _ = parts.vectors.paths(weird)

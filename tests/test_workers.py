@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import os
 import signal
-import sqlite3
 import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -25,7 +24,9 @@ import pytest
 
 from mnemoproxy.memory.ownership import owner_pid
 from mnemoproxy.proxy.workers import WORKER_HEADER_ENV
+from tests.backends import store_url_for
 from tests.benchmarks.proc import fake_upstream_process, running_proxy
+from tests.raw_store import rows
 
 pytestmark = pytest.mark.slow
 
@@ -82,8 +83,7 @@ def _pids_answering(served: Served, tries: int = 20) -> set[int]:
 
 
 def _rows(served: Served, sql: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
-    with sqlite3.connect(served.data_dir / "memory.db", timeout=30) as db:
-        return db.execute(sql, params).fetchall()
+    return rows(served.data_dir, sql, params)
 
 
 def _user_text(agent: str, session: int, turn: int) -> str:
@@ -174,7 +174,8 @@ def test_sessions_recorded_by_both_workers_are_distilled_exactly_once(served: Se
         assert [row[0] for row in _rows(
             served, "SELECT COUNT(*) FROM episodes WHERE agent_id = ? GROUP BY session_id",
             (agent,))] == [1] * SESSIONS
-    assert _rows(served, "SELECT COUNT(*), SUM(status = 'done') FROM pending_signals") == [
+    assert _rows(served, "SELECT COUNT(*), SUM(CASE WHEN status = 'done' THEN 1 ELSE 0 END) "
+                         "FROM pending_signals") == [
         (len(AGENTS) * SESSIONS * TURNS,) * 2]
 
 
@@ -226,12 +227,13 @@ def test_an_agent_forgotten_through_one_worker_is_gone_from_the_other(served: Se
 def test_after_a_kill_9_of_the_owner_another_worker_distils_what_was_pending(
     served: Served,
 ) -> None:
-    owner = owner_pid(served.data_dir)
+    store_url = store_url_for(str(served.data_dir))
+    owner = owner_pid(served.data_dir, store_url)
     assert owner is not None and owner in _pids_answering(served)
     _converse(served, ("fay",), 2, 2)
     os.kill(owner, signal.SIGKILL)  # before the sessions' debounce is over
     assert _pending(served) > 0
-    _until(lambda: owner_pid(served.data_dir) not in (None, owner), 30, "a new owner")
+    _until(lambda: owner_pid(served.data_dir, store_url) not in (None, owner), 30, "a new owner")
     _until(lambda: _pending(served) == 0, 60, "the pending sessions distilled")
     assert _distillations_per_session(served, "fay") == [1, 1]
     # uvicorn started a worker in place of the killed one: two serve again.

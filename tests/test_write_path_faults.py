@@ -15,6 +15,7 @@ from pathlib import Path
 import httpx
 import openai
 
+from tests.backends import store_url_for
 from tests.fake_upstream import FakeUpstream
 from tests.memory_client import memory_settings, post, search, wait_for
 from tests.proxy_server import ProxyServer, free_port
@@ -118,6 +119,8 @@ def _serve(fake: FakeUpstream, data_dir: Path, port: int, debounce: int) -> subp
             fake.base_url,
             "--data-dir",
             str(data_dir),
+            "--store-url",
+            store_url_for(str(data_dir)),
             "--embedding-backend",
             "hashing",
             "--summary-debounce-seconds",

@@ -26,14 +26,17 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from mnemoproxy.errors import InvalidArgument, MemoryFailure, SettingError
+from mnemoproxy.memory.store import postgres
 from mnemoproxy.memory.store.browse import BrowseQueries
 from mnemoproxy.memory.store.cipher import Cipher
-from mnemoproxy.memory.store.db import PLAIN, Database
+from mnemoproxy.memory.store.db import PLAIN, Database, private_folder
 from mnemoproxy.memory.store.distillations import DistillationQueries
 from mnemoproxy.memory.store.documents import DocumentQueries
 from mnemoproxy.memory.store.forget import ForgetQueries
 from mnemoproxy.memory.store.items import ItemQueries
 from mnemoproxy.memory.store.maintenance import MaintenanceQueries
+from mnemoproxy.memory.store.pg_schema import PG_MIGRATIONS
 from mnemoproxy.memory.store.portable import PortableQueries
 from mnemoproxy.memory.store.procedures import ProcedureQueries
 from mnemoproxy.memory.store.retrieval import RetrievalQueries
@@ -64,12 +67,32 @@ class Store(
         cls,
         data_dir: str | Path,
         *,
-        migrations: Sequence[Migration] = MIGRATIONS,
+        migrations: Sequence[Migration] | None = None,
         cipher: Cipher = PLAIN,
+        store_url: str = "",
     ) -> Store:
         """Open (creating and migrating as needed) `<data_dir>/memory.db`, encrypted with
-        `cipher`'s key when it has one."""
-        path, writer, reader = await Database.connect(data_dir, migrations, cipher)
+        `cipher`'s key when it has one; or, given a `postgresql://` `store_url`, that
+        database (data_dir then keeps only what each process derives: vector indexes)."""
+        if store_url:
+            if cipher.key is not None:
+                raise SettingError(
+                    "encryption_key_file encrypts the SQLite database in data_dir; with "
+                    "store_url, memory lives in PostgreSQL: encrypt the server's storage "
+                    "instead and leave encryption_key_file empty", param="encryption_key_file")
+            if not postgres.is_postgres_url(store_url):
+                raise InvalidArgument(
+                    f"store_url must be a postgresql:// URL (or empty for SQLite in data_dir), "
+                    f"not {store_url.split(':', 1)[0]!r}", param="store_url")
+            try:  # data_dir still holds the vector indexes
+                private_folder(Path(data_dir))
+            except OSError as exc:
+                raise MemoryFailure(f"cannot use {data_dir} as data_dir: {exc}") from exc
+            pg_writer, pg_reader = await postgres.connect(
+                store_url, PG_MIGRATIONS if migrations is None else migrations)
+            return cls(postgres.without_password(store_url), pg_writer, pg_reader, "postgres")
+        path, writer, reader = await Database.connect(
+            data_dir, MIGRATIONS if migrations is None else migrations, cipher)
         return cls(path, writer, reader)
 
     async def close(self) -> None:

@@ -70,11 +70,16 @@ def _lock_exclusively(path: Path) -> int:
     return descriptor
 
 
+def private_folder(folder: Path) -> None:
+    """Memory is for its owner's eyes: data_dir 0700, whatever it holds."""
+    folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+    os.chmod(folder, 0o700)
+
+
 def private(folder: Path, database: Path) -> None:
     """Memory is for its owner's eyes: the folder 0700, the database 0600 (created so
     before SQLite opens it; SQLite gives its -wal and -shm files the database's mode)."""
-    folder.mkdir(mode=0o700, parents=True, exist_ok=True)
-    os.chmod(folder, 0o700)
+    private_folder(folder)
     os.close(os.open(database, os.O_WRONLY | os.O_CREAT, 0o600))
     for file in (database, *(database.with_name(database.name + s) for s in ("-wal", "-shm"))):
         if file.exists():
@@ -148,17 +153,25 @@ def require_agent(agent_id: str) -> str:
 
 class Database:
     """Owns the connections; store mixins build their SQL on `_write()`, `_read()` (several
-    statements, one hop) and `_fetch*()`."""
+    statements, one hop) and `_fetch*()`.
 
-    def __init__(self, path: Path, writer: aiosqlite.Connection, reader: Reader):
+    The statements are SQLite's; on PostgreSQL (`dialect` "postgres", memory/store/postgres.py)
+    the same calls run them translated, and the few that cannot be (full-text search,
+    functions written in Python, the file itself) are written per dialect."""
+
+    dialect: str = "sqlite"
+
+    def __init__(self, path: Path | str, writer: Any, reader: Any, dialect: str = "sqlite"):
+        # The database file (SQLite) or its URL without the password (PostgreSQL).
         self.path = path
+        self.dialect = dialect
         self._writer = writer
         self._reader = reader
         self._write_lock = asyncio.Lock()
         # Set whenever content that needs a vector is written; the embedding worker waits on it.
         self.content_changed = asyncio.Event()
-        # (agent, item type) -> (the agent's share of the rows, when counted): retrieval's.
-        self._agent_shares: dict[tuple[str, str], tuple[float, float]] = {}
+        # (agent, item type) -> ((the agent's rows, all rows), when counted): retrieval's.
+        self._agent_rows_counted: dict[tuple[str, str], tuple[tuple[int, int], float]] = {}
 
     @classmethod
     async def connect(

@@ -70,11 +70,10 @@ class DocumentQueries(Database):
             upsert_agent(db, agent_id, stored_at)
             cursor = db.execute(
                 "INSERT INTO documents (agent_id, title, source, media_type, size_bytes, "
-                "chunk_count, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                "chunk_count, created_at) VALUES (?, ?, ?, ?, ?, ?, ?) RETURNING id",
                 (agent_id, title, source, media_type, size_bytes, len(chunks), stored_at),
             )
-            document_id = cursor.lastrowid
-            assert document_id is not None
+            document_id = int(cursor.fetchone()[0])
             db.executemany(
                 "INSERT INTO document_chunks (agent_id, document_id, position, title, heading, "
                 "page, content, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",

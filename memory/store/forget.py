@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 
+from mnemoproxy.memory.store import pg_search
 from mnemoproxy.memory.store.db import Database, require_agent
 
 # Per item table: its type name in the embedding tables, and its FTS mirror.
@@ -105,10 +106,13 @@ class ForgetQueries(Database):
                              "AND source_session_id = ?", (agent_id, session_id))
             token = "g" + agent_id.encode("utf-8").hex()  # retrieval.agent_token
             for name in named:
-                phrase = '"' + name.replace('"', '""') + '"'
-                cursor = await db.execute(
-                    "SELECT 1 FROM transcript_fts WHERE transcript_fts MATCH ? LIMIT 1",
-                    (f'agent : "{token}" AND {phrase}',))
+                if self.dialect == "postgres":
+                    cursor = await db.execute(pg_search.MENTIONED, (agent_id, name))
+                else:
+                    phrase = '"' + name.replace('"', '""') + '"'
+                    cursor = await db.execute(
+                        "SELECT 1 FROM transcript_fts WHERE transcript_fts MATCH ? LIMIT 1",
+                        (f'agent : "{token}" AND {phrase}',))
                 if await cursor.fetchone() is None:
                     await db.execute("DELETE FROM entities WHERE agent_id = ? AND name = ?",
                                      (agent_id, name))
@@ -128,7 +132,15 @@ class ForgetQueries(Database):
     async def _scrub(self) -> None:
         """Leave no deleted text anywhere: the full-text indexes merged (FTS5 keeps deleted
         tokens in old segments until then), the file rewritten without its free pages, and
-        the WAL, which still holds pages as they were, emptied."""
+        the WAL, which still holds pages as they were, emptied. On PostgreSQL, the tables
+        the text was in are vacuumed: their dead rows' space is freed for reuse (the server
+        overwrites it in time; its own WAL and backups are the operator's)."""
+        if self.dialect == "postgres":
+            async with self._write_lock:
+                for table in (*(table for table, _ in _ITEMS), *_OTHER_FTS, "sessions",
+                              "pending_signals", "thread_summaries", "embeddings"):
+                    await self._writer.execute(f"VACUUM {table}")
+            return
         async with self._write() as db:
             for table in (*(table for table, _ in _ITEMS), *_OTHER_FTS):
                 await db.execute(f"INSERT INTO {table}_fts ({table}_fts) VALUES ('optimize')")

@@ -346,6 +346,7 @@ def upsert_entity_rows(
         db.executemany(
             "INSERT INTO entities (agent_id, name, mention_count, first_seen, last_seen) "
             "VALUES (?, ?, 1, ?, ?) ON CONFLICT (agent_id, name) DO UPDATE SET "
-            "mention_count = mention_count + 1, last_seen = MAX(last_seen, excluded.last_seen)",
+            "mention_count = entities.mention_count + 1, "
+            "last_seen = MAX(entities.last_seen, excluded.last_seen)",
             [(agent_id, name, at, at) for name in cleaned],
         )

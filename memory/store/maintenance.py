@@ -24,7 +24,6 @@ _CURRENT_PINNED = "kind = 'pinned' AND valid_to IS NULL AND deleted_at IS NULL"
 # A fact ages from its latest sign of life: stored (created_at), restated (updated_at) or
 # surfaced (last_used). Storage counts because an imported old history is new to memory.
 _BASE_TIME = "MAX(updated_at, created_at, COALESCE(last_used, updated_at))"
-_SALIENCE_FUNCTION = "salience_now"
 # Columns of an episode that a merge combines.
 _MERGED = (
     "id, salience, use_count, last_used, started_at, ended_at, "
@@ -61,22 +60,28 @@ class MaintenanceQueries(Database):
     ) -> list[dict[str, Any]]:
         """Soft-delete the current pinned facts whose `salience_now` is below `floor`.
 
-        The check and the delete are one statement, so a fact restated or surfaced while
-        the pass runs is judged on its fresh base time. Returns {id, content, salience}
-        of each evicted fact, salience being the decayed value that condemned it."""
-        decayed = f"{_SALIENCE_FUNCTION}(kind, salience, {_BASE_TIME}, source_count, use_count)"
-        async with self._write() as db:
-            await db.create_function(_SALIENCE_FUNCTION, 5, salience_now, deterministic=True)
-            cursor = await db.execute(
-                f"UPDATE facts SET deleted_at = ? WHERE agent_id = ? AND {_CURRENT_PINNED} "
-                f"AND pinned_at IS NULL AND {decayed} < ? RETURNING id, content, {decayed}",
-                (at, require_agent(agent_id), floor),
-            )
-            rows = await cursor.fetchall()
-        return sorted(
-            ({"id": r[0], "content": r[1], "salience": round(r[2], 4)} for r in rows),
-            key=lambda fact: fact["id"],
-        )
+        The check and the delete are one write transaction, so a fact restated or surfaced
+        while the pass runs is judged on its fresh base time. Returns {id, content,
+        salience} of each evicted fact, salience being the decayed value that condemned it."""
+        require_agent(agent_id)
+
+        def evict(db: sqlite3.Connection) -> list[dict[str, Any]]:
+            rows = db.execute(
+                f"SELECT id, content, kind, salience, {_BASE_TIME}, source_count, use_count "
+                f"FROM facts WHERE agent_id = ? AND {_CURRENT_PINNED} AND pinned_at IS NULL",
+                (agent_id,),
+            ).fetchall()
+            faded = []
+            for row in rows:
+                decayed = salience_now(row[2], row[3], row[4], row[5], row[6])
+                if decayed < floor:
+                    faded.append({"id": row[0], "content": row[1], "salience": round(decayed, 4)})
+            db.executemany("UPDATE facts SET deleted_at = ? WHERE id = ?",
+                           [(at, fact["id"]) for fact in faded])
+            return faded
+
+        faded = await self._write_in_one_hop(evict)
+        return sorted(faded, key=lambda fact: fact["id"])
 
     async def prune_episodes(self, agent_id: str, *, ended_before: float, at: float) -> list[int]:
         """Soft-delete the live episodes whose session ended, whose storage and whose last

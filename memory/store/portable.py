@@ -126,8 +126,9 @@ class PortableQueries(Database):
                     (s["started_at"] for s in by_type.get("session", [])), default=0.0)
                 await db.execute(
                     "INSERT INTO agents (id, created_at, last_active) VALUES (?, ?, ?) "
-                    "ON CONFLICT (id) DO UPDATE SET created_at = MIN(created_at, "
-                    "excluded.created_at), last_active = MAX(last_active, excluded.last_active)",
+                    "ON CONFLICT (id) DO UPDATE SET created_at = MIN(agents.created_at, "
+                    "excluded.created_at), last_active = MAX(agents.last_active, "
+                    "excluded.last_active)",
                     (agent_id, first, agent.get("last_active") or first))
                 sessions: dict[str, int] = {}
                 for s in by_type.get("session", []):
@@ -197,9 +198,10 @@ class PortableQueries(Database):
                     await db.execute(
                         "INSERT INTO entities (agent_id, name, mention_count, first_seen, "
                         "last_seen) VALUES (?, ?, ?, ?, ?) ON CONFLICT (agent_id, name) DO "
-                        "UPDATE SET mention_count = MAX(mention_count, excluded.mention_count), "
-                        "first_seen = MIN(first_seen, excluded.first_seen), "
-                        "last_seen = MAX(last_seen, excluded.last_seen)",
+                        "UPDATE SET mention_count = MAX(entities.mention_count, "
+                        "excluded.mention_count), "
+                        "first_seen = MIN(entities.first_seen, excluded.first_seen), "
+                        "last_seen = MAX(entities.last_seen, excluded.last_seen)",
                         (agent_id, entity["name"], entity.get("mention_count") or 0,
                          entity["first_seen"], entity["last_seen"]))
                 for d in by_type.get("document", []):

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 from mnemoproxy.memory.models import ProcedureDraft
 from mnemoproxy.memory.query_terms import STOP_WORDS, quoted
+from mnemoproxy.memory.store import pg_search
 from mnemoproxy.memory.store.db import Database, require_agent
 from mnemoproxy.memory.store.sessions import upsert_agent
 from mnemoproxy.memory.words import WORD
@@ -65,15 +66,11 @@ def upsert_procedure_row(
     return int(row[0])
 
 
-def procedure_match(query: str) -> str | None:
-    """The FTS5 expression for a question: any of its content words, in the agent's rows
-    only (the caller adds the agent); None when it has none."""
+def procedure_words(query: str) -> list[str]:
+    """The content words of a question a procedure is searched by."""
     words = [w for w in WORD.findall(query.lower())
              if w not in STOP_WORDS and w not in _QUESTION_WORDS]
-    words = list(dict.fromkeys(words))[:MAX_QUERY_TERMS]
-    if not words:
-        return None
-    return " OR ".join(quoted(w) for w in words)
+    return list(dict.fromkeys(words))[:MAX_QUERY_TERMS]
 
 
 class ProcedureQueries(Database):
@@ -137,9 +134,17 @@ class ProcedureQueries(Database):
     ) -> list[StoredProcedure]:
         """The agent's procedures sharing words with `query`, best BM25 first (the name
         weighs most, then when it applies, then the steps)."""
-        match = procedure_match(query)
-        if match is None:
+        words = procedure_words(query)
+        if not words:
             return []
+        if self.dialect == "postgres":
+            rows = await self._fetchall(
+                f"SELECT * FROM procedures WHERE agent_id = ? "
+                f"AND fts @@ {pg_search.any_term(len(words))} "
+                f"ORDER BY ts_rank_cd(fts, {pg_search.any_term(len(words))}) DESC, id LIMIT ?",
+                (require_agent(agent_id), *words, *words, limit))
+            return [StoredProcedure.from_row(row) for row in rows]
+        match = " OR ".join(quoted(w) for w in words)
         token = quoted("g" + require_agent(agent_id).encode("utf-8").hex())
         rows = await self._fetchall(
             "SELECT p.* FROM procedures_fts JOIN procedures p ON p.id = procedures_fts.rowid "

@@ -19,6 +19,7 @@ import numpy as np
 
 from mnemoproxy.memory.models import Kind
 from mnemoproxy.memory.query_terms import MATCH_BUDGET, affordable_terms, quoted
+from mnemoproxy.memory.store import pg_search
 from mnemoproxy.memory.store.db import Database, require_agent
 from mnemoproxy.memory.store.records import ITEM_TYPES, ItemType
 
@@ -51,8 +52,8 @@ _FTS = {
     "fact": ("facts_fts", "facts", "updated_at", "valid_to IS NULL AND deleted_at IS NULL"),
     "episode": ("episodes_fts", "episodes", "COALESCE(ended_at, created_at)",
                 "deleted_at IS NULL"),
-    "transcript": ("transcript_fts", "transcript", "at", "1"),
-    "document": ("document_chunks_fts", "document_chunks", "created_at", "1"),
+    "transcript": ("transcript_fts", "transcript", "at", "TRUE"),
+    "document": ("document_chunks_fts", "document_chunks", "created_at", "TRUE"),
 }
 # An agent holding at least this share of a table's rows is never crowded out in it: its
 # neighbours can at most double a count. Shares are counted again after SHARE_SECONDS.
@@ -84,10 +85,10 @@ _EMBED_SOURCES = {
                   "AND p.turn_index <= b.turn_index AND (p.turn_index < b.turn_index "
                   "OR (p.role = 'user' AND b.role = 'assistant')) "
                   "ORDER BY p.turn_index DESC, p.role LIMIT 1) "
-                  "FROM transcript b WHERE 1",
+                  "FROM transcript b WHERE TRUE",
     # A chunk is embedded under its document's title and heading path: "Refunds" says what
     # "within 30 days of delivery" is about.
-    "document": "SELECT id, agent_id, content, title, heading FROM document_chunks b WHERE 1",
+    "document": "SELECT id, agent_id, content, title, heading FROM document_chunks b WHERE TRUE",
 }
 
 
@@ -117,7 +118,16 @@ class RetrievalQueries(Database):
         def read(conn: sqlite3.Connection) -> list[tuple[ItemType, int, float]]:
             hits: list[tuple[ItemType, int, float]] = []
             for item_type in item_types:
-                crowded = self._agent_share(conn, agent_id, item_type) < MAJORITY
+                if self.dialect == "postgres":
+                    _, table, time_column, visible = _FTS[item_type]
+                    own, _ = self._agent_rows(conn, agent_id, item_type)
+                    hits += [(item_type, item_id, score) for item_id, score in pg_search.ranking(
+                        conn, table=table, agent_id=agent_id, terms=terms, visible=visible,
+                        time_column=time_column, since=since, limit=limit,
+                        match_budget=match_budget, agent_rows=own)]
+                    continue
+                own, every = self._agent_rows(conn, agent_id, item_type)
+                crowded = (own / every if every else 1.0) < MAJORITY
                 hits += _bm25_ranking(
                     conn, agent_id, item_type, terms, since, limit, match_budget, crowded
                 )
@@ -125,21 +135,22 @@ class RetrievalQueries(Database):
 
         return await self._read(read)
 
-    def _agent_share(self, conn: sqlite3.Connection, agent_id: str, item_type: ItemType) -> float:
-        """The agent's share of the rows of `item_type`, counted at most every
+    def _agent_rows(
+        self, conn: sqlite3.Connection, agent_id: str, item_type: ItemType
+    ) -> tuple[int, int]:
+        """(the agent's rows of `item_type`, all agents' rows), counted at most every
         SHARE_SECONDS per agent (on the reader's thread, the only one that calls this)."""
-        shares = self._agent_shares
+        counts = self._agent_rows_counted
         now = time.monotonic()
-        known = shares.get((agent_id, item_type))
+        known = counts.get((agent_id, item_type))
         if known is not None and now - known[1] < SHARE_SECONDS:
             return known[0]
         table = _FTS[item_type][1]
         own, every = conn.execute(
             f"SELECT (SELECT COUNT(*) FROM {table} WHERE agent_id = ?), "
             f"(SELECT COUNT(*) FROM {table})", (agent_id,)).fetchone()
-        share = own / every if every else 1.0
-        shares[(agent_id, item_type)] = (share, now)
-        return share
+        counts[(agent_id, item_type)] = ((int(own), int(every)), now)
+        return int(own), int(every)
 
     async def fetch_items(
         self,

@@ -81,7 +81,8 @@ class SessionQueries(Database):
 def upsert_agent(db: sqlite3.Connection, agent_id: str, at: float) -> None:
     db.execute(
         "INSERT INTO agents (id, created_at, last_active) VALUES (?, ?, ?) "
-        "ON CONFLICT (id) DO UPDATE SET last_active = MAX(last_active, excluded.last_active)",
+        "ON CONFLICT (id) DO UPDATE SET last_active = MAX(agents.last_active, "
+        "excluded.last_active)",
         (agent_id, at, at),
     )
 
@@ -100,7 +101,8 @@ def upsert_session(
         "INSERT INTO sessions (agent_id, session_key, started_at, last_turn_at) "
         "VALUES (?, ?, ?, ?) ON CONFLICT (agent_id, session_key) DO UPDATE SET "
         # SQLite's MAX of several values is NULL when one is: the COALESCE keeps the other.
-        "last_turn_at = COALESCE(MAX(last_turn_at, excluded.last_turn_at), last_turn_at, "
+        "last_turn_at = COALESCE(MAX(sessions.last_turn_at, excluded.last_turn_at), "
+        "sessions.last_turn_at, "
         "excluded.last_turn_at) RETURNING id",
         (agent_id, session_key, started_at, last_turn_at),
     )

@@ -78,7 +78,7 @@ class SharedQueries(Database):
         async with self._write() as db:
             await db.execute(
                 "INSERT INTO vector_resets (agent_key, resets) VALUES (?, 1) "
-                "ON CONFLICT (agent_key) DO UPDATE SET resets = resets + 1",
+                "ON CONFLICT (agent_key) DO UPDATE SET resets = vector_resets.resets + 1",
                 (agent_key,),
             )
 

@@ -170,9 +170,9 @@ class TurnQueries(Database):
         async with self._write() as db:
             cursor = await db.execute(
                 "UPDATE pending_signals SET status = 'pending', attempts = 0 "
-                "WHERE status = 'dead' AND (?1 IS NULL OR agent_id = ?1) "
+                "WHERE status = 'dead' AND (CAST(? AS TEXT) IS NULL OR agent_id = ?) "
                 "RETURNING agent_id, session_id",
-                (agent_id,),
+                (agent_id, agent_id),
             )
             rows = await cursor.fetchall()
         counts: dict[tuple[str, int], int] = {}

@@ -39,6 +39,7 @@ from typing import Any
 import aiohttp
 
 from mnemoproxy.memory.embedders import make_embedder
+from tests.backends import add_store_backend_argument, store_backend
 from tests.benchmarks.bench_embeddings import embedding_rate
 from tests.benchmarks.bench_proxy import percentile
 from tests.benchmarks.proc import (
@@ -198,12 +199,14 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
                         help="chat completions with and without X-Agent-Id each")
     parser.add_argument("--embed-seconds", type=float, default=2.0,
                         help="how long to time the embedder")
+    add_store_backend_argument(parser)
     args = parser.parse_args(argv)
     bodies = _conversations(args.conversations, args.turns)
     print("[ingest] embedding speed of wordllama", flush=True)
     texts = [turn["user"] for body in bodies for turn in body["turns"]]
     embedding = _embedding_rate(texts, args.embed_seconds)
-    with tempfile.TemporaryDirectory(prefix="mnemo-bench-ingest-") as folder, \
+    with store_backend(args.store_backend), \
+            tempfile.TemporaryDirectory(prefix="mnemo-bench-ingest-") as folder, \
             fake_upstream_process() as upstream, \
             running_proxy(upstream, Path(folder) / "data") as (root, proxy):
         print(f"[ingest] {args.conversations} conversations x {args.turns} turns, "

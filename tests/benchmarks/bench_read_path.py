@@ -29,6 +29,7 @@ from typing import Any
 from mnemoproxy.proxy.app import SWITCH_INTERVAL_SECONDS
 from mnemoproxy.proxy.chat_memory import open_memory
 from mnemoproxy.proxy.upstream import Upstream
+from tests.backends import add_store_backend_argument, store_backend
 from tests.benchmarks.bench_proxy import percentile
 from tests.benchmarks.seed import (
     MEMORY_QUESTIONS,
@@ -158,13 +159,15 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--sizes", type=int, nargs="*", default=[10_000, 100_000])
     parser.add_argument("--rounds", type=int, default=20,
                         help="passes over the 10 memory questions and 10 plain prompts")
+    add_store_backend_argument(parser)
     args = parser.parse_args(argv)
     rows: list[dict[str, Any]] = []
     setups: list[dict[str, Any]] = []
-    for size in args.sizes:
-        size_rows, setup = asyncio.run(_run_size(size, args.rounds))
-        rows += size_rows
-        setups.append(setup)
+    with store_backend(args.store_backend):
+        for size in args.sizes:
+            size_rows, setup = asyncio.run(_run_size(size, args.rounds))
+            rows += size_rows
+            setups.append(setup)
     print(_table(rows, setups))
     summary = [
         {"figure": f"read path p50, {r['messages']}s, {r['items']:,} items",

@@ -28,6 +28,7 @@ from typing import Any
 from mnemoproxy.memory import Memory
 from mnemoproxy.memory.search import BM25_ONLY, DEFAULT_FUSION, DEFAULT_MMR_LAMBDA, Fusion
 from mnemoproxy.memory.store.records import Role, TranscriptMessage
+from tests.backends import add_store_backend_argument, store_backend
 from tests.benchmarks import locomo
 from tests.benchmarks.report import publish
 from tests.benchmarks.seed import printed_progress, seed_store
@@ -179,6 +180,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
                         help="share the store with an agent holding this many messages")
     parser.add_argument("--match-budgets", type=int, nargs="*", default=None,
                         help="also test these BM25 match budgets")
+    add_store_backend_argument(parser)
     args = parser.parse_args(argv)
     if not locomo.available():
         print(locomo.unavailable_message())
@@ -187,9 +189,10 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     by_backend: dict[str, list[Variant]] = defaultdict(list)
     for variant in _variants(args.backends, args.mmr, args.match_budgets):
         by_backend[variant.backend].append(variant)
-    rows = [row for backend, variants in by_backend.items()
-            for row in asyncio.run(
-                _evaluate(backend, variants, samples, args.date_prefix, args.haystack))]
+    with store_backend(args.store_backend):
+        rows = [row for backend, variants in by_backend.items()
+                for row in asyncio.run(
+                    _evaluate(backend, variants, samples, args.date_prefix, args.haystack))]
     table = _table(rows, args.date_prefix, args.haystack)
     publish(table, RESULTS_FILE)
     return {row["variant"]: row for row in rows}

@@ -31,6 +31,7 @@ from typing import IO, Any
 import httpx
 import openai
 
+from tests.backends import store_url_for
 from tests.fake_upstream import FakeUpstream
 
 FENCE_OPEN, FENCE_CLOSE = "<recalled_memory>", "</recalled_memory>"
@@ -78,6 +79,9 @@ def running_proxy(upstream_url: str, data_dir: Path, settings: dict[str, str]) -
     url = f"http://127.0.0.1:{port}"
     args = [str(console_script()), "serve", "--port", str(port), "--data-dir", str(data_dir),
             "--upstream-url", upstream_url, "--log-level", "warning", *setting_flags(settings)]
+    store_url = store_url_for(str(data_dir))  # --store-backend postgres (tests/backends.py)
+    if store_url and "store_url" not in settings:
+        args += ["--store-url", store_url]
     # The log goes to a file: a pipe nobody reads would block the proxy once full.
     with (data_dir / "proxy.log").open("w+b") as log:
         proc = subprocess.Popen(args, cwd=data_dir, stdout=log, stderr=subprocess.STDOUT)

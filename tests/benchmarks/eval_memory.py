@@ -41,6 +41,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from tests.backends import add_store_backend_argument, store_backend
 from tests.benchmarks import locomo, longmemeval
 from tests.benchmarks.blackbox import (
     Asker,
@@ -599,6 +600,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--out", default="EVAL.md", help="the Markdown report ('' for none)")
     parser.add_argument("--dump", default="",
                         help="also write every question's block and verdicts (JSON Lines)")
+    add_store_backend_argument(parser)
     options = parser.parse_args(argv)
     settings = dict(options.setting)
     console = Console()
@@ -614,6 +616,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                TimeElapsedColumn())
     with ExitStack() as stack:
+        stack.enter_context(store_backend(options.store_backend))
         dump = (stack.enter_context(open(options.dump, "w", encoding="utf-8"))
                 if options.dump else None)
         progress = stack.enter_context(Progress(*columns, console=console))

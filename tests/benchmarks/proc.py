@@ -14,6 +14,7 @@ from pathlib import Path
 
 import httpx
 
+from tests.backends import store_url_for
 from tests.proxy_server import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -98,6 +99,9 @@ def running_proxy(
     args = ["-m", "mnemoproxy.proxy.cli", "serve", "--port", str(port)]
     args += ["--upstream-url", upstream_url]
     args += ["--data-dir", str(data_dir), "--log-level", "warning", *extra]
+    store_url = store_url_for(str(data_dir))  # the tests' run on PostgreSQL (tests/backends.py)
+    if store_url and "--store-url" not in extra:
+        args += ["--store-url", store_url]
     with process(args, root + "/health", "proxy") as proc:
         yield root, proc
 
