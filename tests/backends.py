@@ -15,26 +15,23 @@ from contextlib import contextmanager
 from tests.postgres_cluster import Cluster, running_cluster
 
 _cluster: Cluster | None = None
-_databases: dict[str, str] = {}
+_databases: dict[tuple[int, str], str] = {}  # (cluster port, data_dir) -> its database
 
 
 def use_postgres(cluster: Cluster | None) -> None:
+    """From now on, memory opened for a data_dir lives on `cluster` (None: SQLite)."""
     global _cluster
     _cluster = cluster
-    _databases.clear()
-
-
-def on_postgres() -> bool:
-    return _cluster is not None
 
 
 def store_url_for(data_dir: str) -> str:
     """The store_url a test's settings get for `data_dir`: "" (SQLite) or its database."""
     if _cluster is None:
         return ""
-    if data_dir not in _databases:
-        _databases[data_dir] = _cluster.new_database()
-    return _databases[data_dir]
+    key = (_cluster.port, data_dir)
+    if key not in _databases:
+        _databases[key] = _cluster.new_database()
+    return _databases[key]
 
 
 def add_store_backend_argument(parser: argparse.ArgumentParser) -> None:
@@ -51,9 +48,10 @@ def store_backend(name: str) -> Iterator[None]:
     if name == "sqlite":
         yield
         return
+    previous = _cluster
     with running_cluster() as cluster:
         use_postgres(cluster)
         try:
             yield
         finally:
-            use_postgres(None)
+            use_postgres(previous)

@@ -73,14 +73,21 @@ def ranking(
     count_of = dict(zip(terms, counts, strict=True))
     total = max(agent_rows, max(counts))
 
-    def scored(match_terms: Sequence[str], together: bool, floor: int) -> list[tuple[int, float]]:
+    def scored(match_terms: Sequence[str], together: bool, latest: bool) -> list[tuple[int, float]]:
+        """The ranking over the rows matching any (all, `together`) of `match_terms`, or,
+        `latest`, over the agent's latest `match_budget` of them only (one statement)."""
         weights = [math.log(1 + (total - count_of[t] + 0.5) / (count_of[t] + 0.5))
                    for t in match_terms]
         score = " + ".join(f"? * ts_rank_cd(fts, {term_query()}, {_NORMALISATION})"
                            for _ in match_terms)
-        matching = (every_term if together else any_term)(len(match_terms))
-        conditions = f"agent_id = ? AND {visible} AND fts @@ {matching} AND id >= ?"
-        params: list[Any] = [agent_id, *match_terms, floor]
+        matching = f"fts @@ {(every_term if together else any_term)(len(match_terms))}"
+        if latest:
+            conditions = (f"id IN (SELECT id FROM {table} WHERE agent_id = ? AND {matching} "
+                          f"ORDER BY id DESC LIMIT ?) AND {visible}")
+            params: list[Any] = [agent_id, *match_terms, match_budget]
+        else:
+            conditions = f"agent_id = ? AND {visible} AND {matching}"
+            params = [agent_id, *match_terms]
         if since is not None:
             conditions += f" AND {time_column} >= ?"
             params.append(since)
@@ -93,10 +100,9 @@ def ranking(
         return [(int(row[0]), float(row[1])) for row in found]
 
     if max(count_of[term] for term in chosen) <= match_budget:
-        return scored(chosen, False, 0)
+        return scored(chosen, False, False)
     # Every term of the query too common to score everywhere: the documents holding all of
     # them, when there are any and few enough; else only the agent's latest matches.
-    match_terms, together = list(chosen[:1]), False
     found_terms = [term for term in terms if count_of[term]]
     if len(found_terms) > 1:
         both = conn.execute(
@@ -104,15 +110,10 @@ def ranking(
             f"AND fts @@ {every_term(len(found_terms))} LIMIT ?) AS matches",
             [agent_id, *found_terms, match_budget + 1]).fetchone()[0]
         if 0 < both <= match_budget:
-            return scored(found_terms, True, 0)
+            return scored(found_terms, True, False)
         if both:
-            match_terms, together = found_terms, True
-    matching = (every_term if together else any_term)(len(match_terms))
-    latest = conn.execute(
-        f"SELECT id FROM {table} WHERE agent_id = ? AND fts @@ {matching} "
-        "ORDER BY id DESC LIMIT 1 OFFSET ?", [agent_id, *match_terms, match_budget - 1],
-    ).fetchone()
-    return scored(match_terms, together, 0 if latest is None else int(latest[0]))
+            return scored(found_terms, True, True)
+    return scored(chosen[:1], False, True)
 
 
 # Whether any of an agent's messages says a name (its words in order): (agent, name).

@@ -171,8 +171,10 @@ _REWRITES = (
     (re.compile(r"\bIS \?", re.IGNORECASE), "IS NOT DISTINCT FROM ?"),
     # SQLite's LIKE ignores ASCII case.
     (re.compile(r"\bLIKE\b", re.IGNORECASE), "ILIKE"),
-    # A unary plus that keeps SQLite's planner off an index means nothing here.
-    (re.compile(r"\b(WHERE|AND|OR|ON)\s+\+(?=[a-z_])", re.IGNORECASE), r"\1 "),
+    # SQLite's unary plus keeps its planner off a column's index (`+agent_id = ?` beside
+    # `id IN (...)`: the ids, not the agent's every row); an expression does it here.
+    (re.compile(r"\b(WHERE|AND|OR|ON)\s+\+([a-z_]+\.)?agent_id\b", re.IGNORECASE),
+     r"\1 (\2agent_id || '')"),
 )
 
 

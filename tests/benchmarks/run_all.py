@@ -40,6 +40,11 @@ class Stage:
     title: str
     full: tuple[str, ...] | None  # arguments for main(); None: main() takes none
     quick: tuple[str, ...] | None
+    variant: str = ""  # the same module run again another way (its name in the report)
+
+    @property
+    def name(self) -> str:
+        return f"{self.module} ({self.variant})" if self.variant else self.module
 
     def argv(self, quick: bool) -> tuple[str, ...] | None:
         return self.quick if quick else self.full
@@ -61,6 +66,13 @@ STAGES = (
           (), ("--sizes", "2000", "--rounds", "3")),
     Stage("bench_ingest", "Ingest throughput and recording latency",
           (), ("--conversations", "4", "--turns", "10", "--requests", "20")),
+    Stage("bench_read_path", "Read path on PostgreSQL (a throwaway cluster)",
+          ("--sizes", "100000", "--store-backend", "postgres"),
+          ("--sizes", "2000", "--rounds", "3", "--store-backend", "postgres"), "postgres"),
+    Stage("bench_ingest", "Ingest on PostgreSQL (a throwaway cluster)",
+          ("--store-backend", "postgres"),
+          ("--conversations", "4", "--turns", "10", "--requests", "20",
+           "--store-backend", "postgres"), "postgres"),
     Stage("bench_proxy", "Pass-through overhead (no X-Agent-Id)",
           ("--requests", "300"), ("--requests", "30")),
     Stage("bench_memory_proxy", "Proxy overhead and resident memory with a large agent",
@@ -132,13 +144,13 @@ def write_report(
         "",
         "## Headlines",
         "",
-        *markdown([{"benchmark": o.stage.module, **row} for o in outcomes
+        *markdown([{"benchmark": o.stage.name, **row} for o in outcomes
                    for row in (o.figures or {}).get("summary", [])]),
         "",
         "## Runs",
         "",
         *markdown([
-            {"benchmark": o.stage.module, "command": f"`{command(o.stage, o.argv)}`",
+            {"benchmark": o.stage.name, "command": f"`{command(o.stage, o.argv)}`",
              "seconds": round(o.seconds), "status": "failed" if o.error else "ok"}
             for o in outcomes
         ]),
@@ -169,22 +181,22 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     with Progress(*columns, console=console) as progress:
         task = progress.add_task("benchmarks", total=len(STAGES))
         for stage in STAGES:
-            progress.update(task, description=stage.module)
-            console.log(f"[bold]{stage.module}[/]: {command(stage, stage.argv(args.quick))}")
+            progress.update(task, description=stage.name)
+            console.log(f"[bold]{stage.name}[/]: {command(stage, stage.argv(args.quick))}")
             outcome = run_stage(stage, args.quick)
             outcomes.append(outcome)
             status = f"[red]failed: {outcome.error}" if outcome.error else "[green]ok"
-            console.log(f"[bold]{stage.module}[/] {status}[/] in {outcome.seconds:.0f} s")
+            console.log(f"[bold]{stage.name}[/] {status}[/] in {outcome.seconds:.0f} s")
             progress.advance(task)
     info |= {"wall_s": time.perf_counter() - started, "load_after": _load()}
     invocation = " ".join(
         ["python -m tests.benchmarks.run_all", *(sys.argv[1:] if argv is None else argv)]
     )
     write_report(args.out, outcomes, info, invocation, args.quick)
-    failed = [o.stage.module for o in outcomes if o.error]
+    failed = [o.stage.name for o in outcomes if o.error]
     console.print(f"wrote {args.out} in {info['wall_s'] / 60:.1f} min"
                   + (f"; failed: {', '.join(failed)}" if failed else ""))
-    return {"failed": failed, **{o.stage.module: o.figures for o in outcomes}}
+    return {"failed": failed, **{o.stage.name: o.figures for o in outcomes}}
 
 
 if __name__ == "__main__":

@@ -25,6 +25,7 @@ from mnemoproxy.memory import Memory
 from mnemoproxy.memory.models import EpisodeDraft, FactDraft
 from mnemoproxy.memory.store.records import TranscriptMessage
 from tests.proxy_server import make_settings
+from tests.raw_store import raw
 
 SESSION_TURNS = 50  # turns per seeded session: 100 transcript messages
 EMBED_CHUNK = 10_000  # messages inserted between two drains (the progress granularity)
@@ -258,3 +259,9 @@ async def seed_data_dir(
         return await seed_store(memory, agent_id, items, seed=seed, progress=progress)
     finally:
         await memory.close()
+        if settings.store_url:
+            # The planner's statistics, as autovacuum gathers them after a bulk load (its
+            # first look comes up to a minute later; measuring before it would time plans
+            # made for empty tables).
+            with raw(settings.store_url) as db:
+                db.execute("ANALYZE")
