@@ -41,6 +41,8 @@ from tests.proxy_server import make_settings
 
 AGENT = "bench-reader"
 TARGET_P50_MS = 10.0
+# On PostgreSQL every statement is a round trip to the server.
+TARGET_P50_MS_POSTGRES = 20.0
 # Nothing is sent upstream: the default rule distiller and heuristic gate never call it.
 UNUSED_UPSTREAM = "http://127.0.0.1:9/v1"
 KINDS = {"memory question": MEMORY_QUESTIONS, "plain prompt": PLAIN_PROMPTS}
@@ -169,10 +171,11 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
             rows += size_rows
             setups.append(setup)
     print(_table(rows, setups))
+    target = TARGET_P50_MS_POSTGRES if args.store_backend == "postgres" else TARGET_P50_MS
     summary = [
         {"figure": f"read path p50, {r['messages']}s, {r['items']:,} items",
          "value": f"{r['p50_ms']:.1f} ms (p99 {r['p99_ms']:.1f})",
-         "target": f"p50 <= {TARGET_P50_MS:g} ms"}
+         "target": f"p50 <= {target:g} ms"}
         for r in rows if r["messages"] != "all"
     ]
     summary += [
