@@ -222,7 +222,8 @@ def _storable(values: tuple[Any, ...]) -> tuple[Any, ...]:
     for value in values:
         if isinstance(value, str) and "\x00" in value:
             raise InvalidArgument(
-                "text containing the NUL character (U+0000) cannot be stored in PostgreSQL")
+                "PostgreSQL text cannot hold the NUL character (U+0000): remove it from the "
+                "agent id, session or text")
     return values
 
 
