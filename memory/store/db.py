@@ -22,7 +22,7 @@ from collections.abc import AsyncIterator, Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, Generic, Protocol, TypeVar
 
 import aiosqlite
 
@@ -99,13 +99,44 @@ async def _on_writer_thread(
     return result
 
 
-class Reader:
-    """The read-only connection and the one thread that uses it."""
+class Closable(Protocol):
+    def close(self) -> None: ...
 
-    def __init__(self, executor: ThreadPoolExecutor, conn: sqlite3.Connection) -> None:
+
+C = TypeVar("C", bound=Closable)
+
+
+class ConnectionThread(Generic[C]):
+    """A connection and the one thread that uses it: work given to it is one hop there."""
+
+    def __init__(self, executor: ThreadPoolExecutor, conn: C) -> None:
         self._executor = executor
         self._conn = conn
         self._closed = False
+
+    def _connection(self) -> C:
+        """The connection to work on (on its thread)."""
+        return self._conn
+
+    async def run(self, work: Callable[[C], T]) -> T:
+        """`work(connection)` on the connection's thread: any number of statements, one hop."""
+        if self._closed:
+            raise MemoryFailure("the memory store is closed")
+        return await asyncio.get_running_loop().run_in_executor(
+            self._executor, lambda: work(self._connection()))
+
+    async def close(self) -> None:
+        if self._closed:
+            return
+        try:
+            await self.run(lambda conn: conn.close())
+        finally:
+            self._closed = True
+            self._executor.shutdown(wait=False)
+
+
+class Reader(ConnectionThread[sqlite3.Connection]):
+    """The read-only connection and the one thread that uses it."""
 
     @classmethod
     async def open(cls, path: Path, cipher: Cipher) -> Reader:
@@ -124,21 +155,6 @@ class Reader:
             executor.shutdown(wait=False)
             raise
         return cls(executor, conn)
-
-    async def run(self, read: Callable[[sqlite3.Connection], T]) -> T:
-        """`read(connection)` on the reader's thread: any number of statements, one hop."""
-        if self._closed:
-            raise MemoryFailure("the memory store is closed")
-        return await asyncio.get_running_loop().run_in_executor(self._executor, read, self._conn)
-
-    async def close(self) -> None:
-        if self._closed:
-            return
-        try:
-            await self.run(lambda conn: conn.close())
-        finally:
-            self._closed = True
-            self._executor.shutdown(wait=False)
 
 
 def require_agent(agent_id: str) -> str:

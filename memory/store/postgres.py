@@ -31,6 +31,7 @@ from psycopg import pq
 from psycopg.rows import tuple_row
 
 from mnemoproxy.errors import InvalidArgument, MemoryFailure
+from mnemoproxy.memory.store.db import ConnectionThread
 from mnemoproxy.memory.store.pg_schema import PRIMARY_KEYS
 from mnemoproxy.memory.store.schema import Migration
 
@@ -58,40 +59,31 @@ _SCALAR = {"MAX": "GREATEST", "MIN": "LEAST"}
 _FUNCTION = re.compile(r"\b(MAX|MIN|group_concat)\(", re.IGNORECASE)
 
 
+def _outside_quotes(text: str, depth: int = 0) -> Iterator[tuple[int, str, int]]:
+    """(index, character, parenthesis depth after it) of each character of `text` outside
+    quoted text, starting at `depth`."""
+    quote = ""
+    for index, char in enumerate(text):
+        if quote:
+            quote = "" if char == quote else quote
+            continue
+        if char in "'\"":
+            quote = char
+            continue
+        depth += (char == "(") - (char == ")")
+        yield index, char, depth
+
+
 def _closing(sql: str, start: int) -> int:
     """The index of the parenthesis closing the one before `start`."""
-    depth, quote = 1, ""
-    for index in range(start, len(sql)):
-        char = sql[index]
-        if quote:
-            if char == quote:
-                quote = ""
-        elif char in "'\"":
-            quote = char
-        elif char == "(":
-            depth += 1
-        elif char == ")":
-            depth -= 1
-            if depth == 0:
-                return index
+    for index, char, depth in _outside_quotes(sql[start:], 1):
+        if char == ")" and depth == 0:
+            return start + index
     raise ValueError(f"unbalanced parentheses in {sql!r}")
 
 
 def _has_top_level_comma(text: str) -> bool:
-    depth, quote = 0, ""
-    for char in text:
-        if quote:
-            if char == quote:
-                quote = ""
-        elif char in "'\"":
-            quote = char
-        elif char == "(":
-            depth += 1
-        elif char == ")":
-            depth -= 1
-        elif char == "," and depth == 0:
-            return True
-    return False
+    return any(char == "," and depth == 0 for _, char, depth in _outside_quotes(text))
 
 
 def _functions(sql: str) -> str:
@@ -99,8 +91,9 @@ def _functions(sql: str) -> str:
     string_agg."""
     out: list[str] = []
     position = 0
+    unquoted = {index for index, _, _ in _outside_quotes(sql)}
     for match in _FUNCTION.finditer(sql):
-        if match.start() < position:
+        if match.start() < position or match.start() not in unquoted:
             continue
         name = match.group(1)
         end = _closing(sql, match.end())
@@ -330,18 +323,16 @@ class Connection:
 # -- the threads that own them -------------------------------------------------------------
 
 
-class Worker:
+class Worker(ConnectionThread[Connection]):
     """One connection and the one thread that uses it. A connection the server dropped
     (a restart, a failover) fails the work in hand and is opened again for the next."""
 
     def __init__(
         self, executor: ThreadPoolExecutor, conn: Connection, url: str, writer: bool
     ) -> None:
-        self._executor = executor
-        self._conn = conn
+        super().__init__(executor, conn)
         self._url = url
         self._writer = writer
-        self._closed = False
 
     @classmethod
     async def open(cls, url: str, *, writer: bool) -> Self:
@@ -355,25 +346,10 @@ class Worker:
             raise
         return cls(executor, conn, url, writer)
 
-    async def run(self, work: Callable[[Connection], T]) -> T:
-        """`work(connection)` on the connection's thread: any number of statements, one hop."""
-        if self._closed:
-            raise MemoryFailure("the memory store is closed")
-        return await asyncio.get_running_loop().run_in_executor(self._executor, self._on, work)
-
-    def _on(self, work: Callable[[Connection], T]) -> T:
+    def _connection(self) -> Connection:
         if self._conn.broken:
             self._conn = Connection.open(self._url, writer=self._writer)
-        return work(self._conn)
-
-    async def close(self) -> None:
-        if self._closed:
-            return
-        try:
-            await self.run(lambda conn: conn.close())
-        finally:
-            self._closed = True
-            self._executor.shutdown(wait=False)
+        return self._conn
 
 
 class AsyncCursor:
