@@ -14,6 +14,7 @@ import glob
 import os
 import pwd
 import shutil
+import signal
 import socket
 import subprocess
 import tempfile
@@ -49,6 +50,7 @@ class Cluster:
     port: int
     folder: Path
     process: subprocess.Popen[bytes]
+    command: list[str]
 
     def url(self, database: str = "postgres") -> str:
         return f"postgresql://{SUPERUSER}@127.0.0.1:{self.port}/{database}"
@@ -61,13 +63,35 @@ class Cluster:
         return self.url(name)
 
     def stop(self) -> None:
-        self.process.terminate()
+        self._halt()
+        shutil.rmtree(self.folder, ignore_errors=True)
+
+    def restart(self) -> None:
+        """Stop the server (its clients' connections drop) and start it again, as a
+        restart or a failover does."""
+        self._halt()
+        self.process = subprocess.Popen(
+            self.command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        self._wait_until_up()
+
+    def _halt(self) -> None:
+        self.process.send_signal(signal.SIGINT)  # a fast shutdown: clients are disconnected
         try:
             self.process.wait(timeout=10)
         except subprocess.TimeoutExpired:
             self.process.kill()
             self.process.wait()
-        shutil.rmtree(self.folder, ignore_errors=True)
+
+    def _wait_until_up(self) -> None:
+        deadline = time.monotonic() + START_SECONDS
+        while True:
+            try:
+                psycopg.connect(self.url(), connect_timeout=2).close()
+                return
+            except psycopg.OperationalError:
+                if self.process.poll() is not None or time.monotonic() > deadline:
+                    raise RuntimeError("the throwaway PostgreSQL cluster did not start") from None
+                time.sleep(0.1)
 
 
 def _as_server_user() -> tuple[list[str], int | None, int | None]:
@@ -93,24 +117,18 @@ def start_cluster() -> Cluster:
         check=True, capture_output=True,
     )
     port = _free_port()
-    process = subprocess.Popen(
-        [*prefix, str(binaries / "postgres"), "-D", str(data), "-p", str(port),
-         "-c", "listen_addresses=127.0.0.1", "-c", f"unix_socket_directories={folder}",
-         "-c", "fsync=off", "-c", "synchronous_commit=off", "-c", "full_page_writes=off",
-         "-c", "max_connections=300"],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-    )
-    cluster = Cluster(port, folder, process)
-    deadline = time.monotonic() + START_SECONDS
-    while True:
-        try:
-            psycopg.connect(cluster.url(), connect_timeout=2).close()
-            return cluster
-        except psycopg.OperationalError:
-            if process.poll() is not None or time.monotonic() > deadline:
-                cluster.stop()
-                raise RuntimeError("the throwaway PostgreSQL cluster did not start") from None
-            time.sleep(0.1)
+    command = [*prefix, str(binaries / "postgres"), "-D", str(data), "-p", str(port),
+               "-c", "listen_addresses=127.0.0.1", "-c", f"unix_socket_directories={folder}",
+               "-c", "fsync=off", "-c", "synchronous_commit=off", "-c", "full_page_writes=off",
+               "-c", "max_connections=300"]
+    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    cluster = Cluster(port, folder, process, command)
+    try:
+        cluster._wait_until_up()
+    except BaseException:
+        cluster.stop()
+        raise
+    return cluster
 
 
 @contextlib.contextmanager

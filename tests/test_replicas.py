@@ -25,7 +25,7 @@ import pytest
 
 from mnemoproxy.memory.store import postgres
 from tests.benchmarks.proc import fake_upstream_process, running_proxy
-from tests.postgres_cluster import Cluster
+from tests.postgres_cluster import Cluster, running_cluster
 from tests.raw_store import raw
 
 pytestmark = pytest.mark.slow
@@ -174,3 +174,22 @@ def test_after_a_kill_9_of_the_owner_the_other_replica_distils_what_was_pending(
     _until(lambda: postgres.owner_pid(replicas.url) == other.pid, 30, "the other owns the work")
     _until(lambda: _pending(replicas.url) == 0, 60, "the pending sessions distilled")
     assert _distillations_per_session(replicas.url) == [1, 1]
+
+
+def test_after_a_database_restart_memory_is_read_and_written_again(tmp_path: Path) -> None:
+    """The server restarts under a running proxy (a failover would look the same): the
+    connections it dropped are opened again, and the first turn after it is stored (a
+    whole read or write that met a dropped connection is tried once more)."""
+    with running_cluster() as cluster, fake_upstream_process() as upstream, running_proxy(
+        upstream, tmp_path / "data", "--store-url", cluster.new_database(),
+        "--embedding-backend", "hashing",
+    ) as (root, _):
+        replica = Replica(root, 0, tmp_path / "data")
+        _chat(replica, "eve", "before", "My bicycle is called Rocinante.")
+        _until(lambda: _found(replica, "eve", "Rocinante", "Rocinante", vector=False), 5,
+               "the first turn stored")
+        cluster.restart()
+        _chat(replica, "eve", "after", "My kayak is called Nautilus.")
+        _until(lambda: _found(replica, "eve", "Nautilus", "Nautilus", vector=False), 5,
+               "a turn after the restart stored")
+        assert _found(replica, "eve", "Rocinante", "Rocinante", vector=False)

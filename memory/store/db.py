@@ -114,16 +114,16 @@ class ConnectionThread(Generic[C]):
         self._conn = conn
         self._closed = False
 
-    def _connection(self) -> C:
-        """The connection to work on (on its thread)."""
-        return self._conn
+    def _attempt(self, work: Callable[[C], T]) -> T:
+        """`work(connection)`, on the connection's thread."""
+        return work(self._conn)
 
     async def run(self, work: Callable[[C], T]) -> T:
         """`work(connection)` on the connection's thread: any number of statements, one hop."""
         if self._closed:
             raise MemoryFailure("the memory store is closed")
         return await asyncio.get_running_loop().run_in_executor(
-            self._executor, lambda: work(self._connection()))
+            self._executor, self._attempt, work)
 
     async def close(self) -> None:
         if self._closed:

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import logging
 import os
 import re
 import sqlite3
@@ -36,6 +37,7 @@ from mnemoproxy.memory.store.pg_schema import PRIMARY_KEYS
 from mnemoproxy.memory.store.schema import Migration
 
 T = TypeVar("T")
+log = logging.getLogger("mnemoproxy.memory")
 # The advisory lock every write transaction holds (an arbitrary constant of this project),
 # the one held while a process migrates, and the background work's owner's.
 WRITE_LOCK = 0x6D6E656D6F
@@ -313,7 +315,8 @@ class Connection:
             self._conn.execute("COMMIT")
 
     def rollback(self) -> None:
-        if self.in_transaction:
+        """Nothing to undo on a connection the server dropped: it never committed."""
+        if self.in_transaction and not self.broken:
             self._conn.execute("ROLLBACK")
 
     def close(self) -> None:
@@ -346,10 +349,21 @@ class Worker(ConnectionThread[Connection]):
             raise
         return cls(executor, conn, url, writer)
 
-    def _connection(self) -> Connection:
+    def _attempt(self, work: Callable[[Connection], T]) -> T:
+        """`work(connection)`; once more on a new connection when the server dropped this
+        one under work that began outside any transaction (a whole read or write, which
+        then either never reached the server or never committed: nothing half-done)."""
         if self._conn.broken:
             self._conn = Connection.open(self._url, writer=self._writer)
-        return self._conn
+        idle = not self._conn.in_transaction
+        try:
+            return work(self._conn)
+        except psycopg.OperationalError:
+            if not (idle and self._conn.broken):
+                raise
+            log.warning("the memory database dropped its connection; trying once more")
+            self._conn = Connection.open(self._url, writer=self._writer)
+            return work(self._conn)
 
 
 class AsyncCursor:
