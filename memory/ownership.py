@@ -9,7 +9,9 @@ for it every RETRY_SECONDS; the kernel releases it when its holder exits, howeve
 exits (kill -9 included), so another process takes over and, as a restarted proxy does,
 distils whatever was left pending. Replicas sharing a PostgreSQL database (`store_url`),
 on one machine or many, hold a database lock instead (memory/store/postgres.DatabaseOwnerLock):
-the server releases it when its holder's connection ends, kill -9 included.
+the server releases it when its holder's connection ends, kill -9 included. There the owner
+embeds and consolidates only: every replica distils, each session claimed by one of them
+at a time (memory/store/claims.py).
 
 The owner learns of other processes' work through the database: pending turns
 (`WritePath.notice_pending`, every PENDING_POLL_SECONDS) and texts queued for a vector

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
+import socket
 import time
 from collections import OrderedDict
 from collections.abc import Collection, Coroutine, Iterable, Sequence
@@ -38,6 +40,7 @@ from mnemoproxy.memory.model_server import CoreModel, CoreModelClient, JsonClien
 from mnemoproxy.memory.models import FactDraft, Kind, ProcedureDraft, Turn
 from mnemoproxy.memory.ownership import (
     OWNER_FILE,
+    PENDING_POLL_SECONDS,
     QUEUE_POLL_SECONDS,
     Lock,
     OwnerLock,
@@ -60,7 +63,7 @@ from mnemoproxy.memory.store.procedures import StoredProcedure
 from mnemoproxy.memory.store.records import Episode, Fact, item_type_of
 from mnemoproxy.memory.store.threads import ThreadSummary
 from mnemoproxy.memory.vectors import VectorIndexes
-from mnemoproxy.memory.write_path import IngestResult, WritePath
+from mnemoproxy.memory.write_path import Claims, IngestResult, WritePath
 
 log = logging.getLogger("mnemoproxy.memory")
 
@@ -78,6 +81,10 @@ REFERENCE_CACHE_AGENTS = 4096
 # process may have added some).
 DOCUMENTS_SECONDS = 5.0
 
+
+
+async def _nothing() -> None:
+    """No periodic look for an owner whose replicas each look for themselves."""
 
 
 def shares_memory(settings: Settings) -> bool:
@@ -144,6 +151,7 @@ class Memory:
         self.records_waited_out = 0
         self._schedule: asyncio.Task[None] | None = None
         self._ownership: Ownership | None = None  # workers > 1 (memory/ownership.py)
+        self._pending_poll: asyncio.Task[None] | None = None  # replicas on PostgreSQL
         self._reference_vectors: dict[tuple[str, ...], np.ndarray] = {}
         self._measured: OrderedDict[str, _Measured] = OrderedDict()
         self._with_documents: dict[str, tuple[bool, float]] = {}
@@ -193,8 +201,18 @@ class Memory:
     async def _share_background(self) -> None:
         """workers > 1 or replicas on one database: the background work runs in the one
         process that owns the memory (memory/ownership.py); this one takes it on once it
-        wins the owner lock."""
-        self._writer.scheduler.standby = True
+        wins the owner lock. Replicas on PostgreSQL all distil, each session claimed by
+        one of them at a time (memory/store/claims.py); embedding and consolidation stay
+        the owner's."""
+        distils_here = bool(self.settings.store_url)
+        if distils_here:
+            self._writer.claims = Claims(f"{socket.gethostname()}:{os.getpid()}")
+            if isinstance(self._distiller, RuleDistiller):
+                self._distiller.start()
+            self._pending_poll = asyncio.get_running_loop().create_task(
+                self._poll_pending(), name="memory-pending")
+        else:
+            self._writer.scheduler.standby = True
 
         async def become_owner() -> None:
             self._prepare_helper()
@@ -202,13 +220,25 @@ class Memory:
             self._writer.scheduler.standby = False
             self._worker.wake_seconds = QUEUE_POLL_SECONDS
             self._worker.start()
-            await self._writer.notice_pending()
+            if not distils_here:
+                await self._writer.notice_pending()
             self._start_consolidation()
 
         lock: Lock = (DatabaseOwnerLock(self.settings.store_url) if self.settings.store_url
                       else OwnerLock(Path(self.settings.data_dir) / OWNER_FILE))
-        self._ownership = Ownership(lock, become_owner, self._writer.notice_pending)
+        poll = _nothing if distils_here else self._writer.notice_pending
+        self._ownership = Ownership(lock, become_owner, poll)
         await self._ownership.start()
+
+    async def _poll_pending(self) -> None:
+        """Replicas on PostgreSQL: arm the sessions other processes recorded turns of, as
+        the owner among workers does (memory/ownership.py), in every replica."""
+        while True:
+            try:
+                await self._writer.notice_pending()
+            except Exception:  # the next look tries again; the turns wait in the database
+                log.exception("looking for other processes' pending turns failed")
+            await asyncio.sleep(PENDING_POLL_SECONDS)
 
     def _prepare_helper(self) -> None:
         """The background work's part of the helper process (memory/helper_process.py: the
@@ -224,9 +254,12 @@ class Memory:
         write the vector indexes and close the database."""
         if self._schedule is not None:
             self._schedule.cancel()
+        if self._pending_poll is not None:
+            self._pending_poll.cancel()
         if self._ownership is not None:
             await self._ownership.stop()
-            if self._ownership.is_owner:  # what other processes left pending: distilled now
+            if self._ownership.is_owner and self._writer.claims is None:
+                # What other processes left pending: distilled now.
                 try:
                     await self._writer.notice_pending()
                 except Exception:  # still pending in SQLite: the next owner distils it

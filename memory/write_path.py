@@ -8,6 +8,7 @@ failed one is retried with backoff, then dead-lettered with its reason after
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 from collections import Counter
@@ -34,6 +35,20 @@ log = logging.getLogger("mnemoproxy.write")
 RETRY_BASE_SECONDS = 5.0
 RETRY_CAP_SECONDS = 600.0
 RECENT_EPISODES_FOR_CONTEXT = 3
+# Replicas distilling side by side (`claims`): a session's claim lasts this long and is
+# renewed every third of it while its distillation runs; a process that met another's
+# claim looks again this long after it would run out.
+CLAIM_LEASE_SECONDS = 15.0
+CLAIM_RETRY_MARGIN_SECONDS = 0.5
+
+
+@dataclass(frozen=True)
+class Claims:
+    """Several processes distil (replicas on one PostgreSQL database): each session is
+    claimed before it is distilled (memory/store/claims.py); `holder` names this process."""
+
+    holder: str
+    lease_seconds: float = CLAIM_LEASE_SECONDS
 
 
 @dataclass
@@ -88,6 +103,7 @@ class WritePath:
         self.assign_slots = assign_slots
         self.breaker = breaker or CircuitBreaker()
         self.scheduler = DebounceScheduler(debounce_seconds, self._scheduled_run)
+        self.claims: Claims | None = None  # set when other processes distil beside this one
         # Distillations since start-up by outcome: a status, or "fallback" for one distilled
         # by the rules standing in for the core model (/health and /metrics show them).
         self.outcomes: Counter[str] = Counter()
@@ -244,7 +260,38 @@ class WritePath:
         return outcome[0] if outcome else DistillOutcome("nothing_pending")
 
     async def _scheduled_run(self, agent_id: str, session_id: int) -> None:
-        await self.distil_session(agent_id, session_id)
+        claims = self.claims
+        if claims is None:
+            await self.distil_session(agent_id, session_id)
+            return
+        now = time.time()
+        held_until = await self.store.claim_distillation(
+            agent_id, session_id, claims.holder, until=now + claims.lease_seconds, now=now)
+        if held_until is not None:
+            # Another process distils it now: look again once its lease would run out (a
+            # holder that died stops renewing it; one that finished leaves nothing pending).
+            self.scheduler.arm(agent_id, session_id,
+                               max(held_until - now, 0.0) + CLAIM_RETRY_MARGIN_SECONDS)
+            return
+        renewing = asyncio.get_running_loop().create_task(
+            self._renew_claim(agent_id, session_id, claims))
+        try:
+            await self.distil_session(agent_id, session_id)
+        finally:
+            renewing.cancel()
+            await self.store.release_distillation(session_id, claims.holder)
+
+    async def _renew_claim(self, agent_id: str, session_id: int, claims: Claims) -> None:
+        while True:
+            await asyncio.sleep(claims.lease_seconds / 3)
+            now = time.time()
+            try:
+                await self.store.claim_distillation(
+                    agent_id, session_id, claims.holder, until=now + claims.lease_seconds,
+                    now=now)
+            except Exception:  # the next renewal tries again; the lease has time left
+                log.exception("renewing the claim on session %s of %s failed",
+                              session_id, agent_id)
 
     async def distil_session(
         self, agent_id: str, session_id: int, session_date: datetime | None = None

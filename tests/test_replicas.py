@@ -1,7 +1,8 @@
 """Two proxy replicas on one PostgreSQL database: separate processes, each with a data_dir
 of its own (as on two machines), sharing nothing but the database.
 
-Turns go through both; every session is distilled exactly once; a turn recorded through one
+Turns go through both; every session is distilled exactly once, by one replica or the
+other (each claims a session before distilling it); a turn recorded through one
 is found through the other, by its words and by its vector, within a second; forgetting an
 agent through one leaves nothing of it in the other; after a kill -9 of the replica that
 owns the background work, the other takes it over and distils what was pending. The
@@ -11,6 +12,8 @@ of the run uses.
 
 from __future__ import annotations
 
+import asyncio
+import json
 import os
 import signal
 import time
@@ -25,6 +28,7 @@ import pytest
 
 from mnemoproxy.memory.store import postgres
 from tests.benchmarks.proc import fake_upstream_process, running_proxy
+from tests.fake_upstream import ChatCall, FakeUpstream, JsonReply, Reply
 from tests.postgres_cluster import Cluster, running_cluster
 from tests.raw_store import raw
 
@@ -128,6 +132,11 @@ def test_sessions_through_both_replicas_are_distilled_exactly_once(replicas: Rep
     _until(lambda: _pending(replicas.url) == 0, 60, "every session distilled")
     assert _distillations_per_session(replicas.url) == [1, 1, 1, 1]
     assert _sql(replicas.url, "SELECT COUNT(*) FROM transcript")[0][0] == 16
+    # Both distil: a session is claimed by whichever replica's debounce ends first, mostly
+    # the one its last turn went through (half of them each here).
+    distilled = [httpx.get(r.root + "/health").json()["memory"]["distillations"].get(
+        "distilled", 0) for r in (a, b)]
+    assert sum(distilled) == 4 and min(distilled) >= 1, distilled
 
 
 def test_a_turn_recorded_on_one_is_found_on_the_other_within_a_second(
@@ -193,3 +202,58 @@ def test_after_a_database_restart_memory_is_read_and_written_again(tmp_path: Pat
         _until(lambda: _found(replica, "eve", "Nautilus", "Nautilus", vector=False), 5,
                "a turn after the restart stored")
         assert _found(replica, "eve", "Rocinante", "Rocinante", vector=False)
+
+
+CORE_MODEL = "fake-core-model"
+DISTILLATION = {
+    "episode": {"summary": "Ivy talked about her cat Miso.", "topics": ["pets"],
+                "entities": ["Ivy", "Miso"], "decisions": [], "action_items": [],
+                "salience": 0.7},
+    "pinned_candidates": [{"content": "User's cat is named Miso", "salience": 0.6, "tags": []}],
+    "identity_facts": ["User's name is Ivy"],
+}
+
+
+class SlowFirstCore:
+    """The core model's first answer takes `seconds`, later ones come at once; any other
+    request (a chat) is echoed."""
+
+    def __init__(self, calls: list[float], seconds: float) -> None:
+        self.calls, self.seconds = calls, seconds
+
+    async def respond(self, call: ChatCall) -> object:
+        if call.model != CORE_MODEL:
+            return await Reply().respond(call)
+        self.calls.append(time.monotonic())
+        if len(self.calls) == 1:
+            await asyncio.sleep(self.seconds)
+        message = {"role": "assistant", "content": json.dumps(DISTILLATION)}
+        return await JsonReply({"choices": [
+            {"index": 0, "message": message, "finish_reason": "stop"}]}).respond(call)
+
+
+def test_a_replica_killed_mid_distillation_leaves_the_session_to_the_other(
+    postgres_cluster: Cluster, fake_upstream: FakeUpstream, tmp_path: Path,
+) -> None:
+    """The replica distilling a session dies inside its call to the core model: its claim
+    is not renewed, and once it runs out the other replica distils the session, once."""
+    url = postgres_cluster.new_database()
+    calls: list[float] = []
+    for _ in range(40):
+        fake_upstream.enqueue(SlowFirstCore(calls, 60.0))
+    with ExitStack() as stack:
+        members = []
+        for name in ("a", "b"):
+            root, proc = stack.enter_context(running_proxy(
+                fake_upstream.base_url, tmp_path / name, "--store-url", url,
+                "--embedding-backend", "hashing", "--core-model", CORE_MODEL,
+                "--summary-debounce-seconds", "1"))
+            members.append(Replica(root, proc.pid, tmp_path / name))
+        _chat(members[0], "ivy", "s", "I'm Ivy and my cat is Miso.")
+        _until(lambda: len(calls) == 1, 30, "a replica calling the core model")
+        holder = _sql(url, "SELECT holder FROM distillation_claims")[0][0]
+        dying = next(r for r in members if str(holder).endswith(f":{r.pid}"))
+        os.kill(dying.pid, signal.SIGKILL)
+        waited = _until(lambda: _pending(url) == 0, 60, "the other replica distils it")
+        assert len(calls) == 2 and waited > 5  # after the dead holder's lease ran out
+        assert _distillations_per_session(url) == [1]

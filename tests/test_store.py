@@ -317,3 +317,18 @@ async def test_a_neighbours_common_words_never_crowd_out_an_agents_own_matches(
         assert len(found) == 1, budget  # ana's message, none of bo's
     assert len(await store.bm25_candidates(
         "bo", ["greyhound"], ("transcript",), match_budget=5)) == 5  # the latest of its own
+
+
+async def test_a_sessions_distillation_is_claimed_by_one_holder_until_its_lease_runs_out(
+    store: Store,
+) -> None:
+    session = await store.session("a", "s")
+    assert await store.claim_distillation("a", session, "p1", until=110, now=100) is None
+    assert await store.claim_distillation("a", session, "p2", until=120, now=105) == 110
+    assert await store.claim_distillation("a", session, "p1", until=130, now=108) is None
+    assert await store.claim_distillation("a", session, "p2", until=140, now=131) is None
+    await store.release_distillation(session, "p1")  # no longer its holder: nothing
+    assert await store.claim_distillation("a", session, "p1", until=150, now=132) == 140
+    await store.release_distillation(session, "p2")
+    assert await store.claim_distillation("a", session, "p1", until=150, now=132) is None
+    assert await store.forget_session("a", session) is not None  # the claim goes with it

@@ -13,8 +13,12 @@
     ├── threads.py      long threads: each session's running summary
     ├── documents.py    documents (knowledge base) and their chunks
     ├── procedures.py   procedures: the how-tos sessions taught
+    ├── claims.py       which process distils a session now (leases)
     ├── shared.py       several processes on one data_dir: polls, vector sequence
-    └── maintenance.py  consolidation's promotions, evictions, merges
+    ├── maintenance.py  consolidation's promotions, evictions, merges
+    ├── postgres.py     PostgreSQL (store_url): its connections, SQLite's dialect carried over
+    ├── pg_schema.py    PostgreSQL's migrations
+    └── pg_search.py    PostgreSQL's full-text ranking
 
 Every method takes the agent id and never touches another agent's rows. Writes go
 through the one writer connection; reads through the reader connection.
@@ -30,6 +34,7 @@ from mnemoproxy.errors import InvalidArgument, MemoryFailure, SettingError
 from mnemoproxy.memory.store import postgres
 from mnemoproxy.memory.store.browse import BrowseQueries
 from mnemoproxy.memory.store.cipher import Cipher
+from mnemoproxy.memory.store.claims import ClaimQueries
 from mnemoproxy.memory.store.db import PLAIN, Database, private_folder
 from mnemoproxy.memory.store.distillations import DistillationQueries
 from mnemoproxy.memory.store.documents import DocumentQueries
@@ -61,6 +66,7 @@ class Store(
     DocumentQueries,
     ProcedureQueries,
     SharedQueries,
+    ClaimQueries,
 ):
     @classmethod
     async def open(

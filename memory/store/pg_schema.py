@@ -309,6 +309,15 @@ CREATE TRIGGER embeddings_unversioned AFTER DELETE ON embeddings
 PG_MIGRATIONS: tuple[Migration, ...] = (
     ("p001_tables", _P001_TABLES),
     ("p002_triggers", _P002_TRIGGERS),
+    # Which replica distils a session now (memory/store/claims.py).
+    ("p003_distillation_claims", """
+CREATE TABLE distillation_claims (
+    session_id BIGINT PRIMARY KEY REFERENCES sessions(id) ON DELETE CASCADE,
+    agent_id TEXT NOT NULL,
+    holder TEXT NOT NULL,
+    until DOUBLE PRECISION NOT NULL
+);
+"""),
 )
 
 # The conflict target of each table SQLite's INSERT OR REPLACE writes (its primary key).

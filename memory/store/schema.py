@@ -457,6 +457,17 @@ END;
 """
 
 
+# A lease on one session's distillation (memory/store/claims.py): gone with its session.
+_DISTILLATION_CLAIMS = """
+CREATE TABLE distillation_claims (
+    session_id INTEGER PRIMARY KEY REFERENCES sessions(id) ON DELETE CASCADE,
+    agent_id TEXT NOT NULL,
+    holder TEXT NOT NULL,
+    until REAL NOT NULL
+);
+"""
+
+
 MIGRATIONS: tuple[Migration, ...] = (
     ("m001_initial", _M001_TABLES),
     ("m002_full_text_search", _M002_FTS),
@@ -489,6 +500,8 @@ MIGRATIONS: tuple[Migration, ...] = (
     ("m011_vector_versions", _M011_VECTOR_VERSIONS),
     # Procedures: the how-tos sessions taught, searched by their words.
     ("m012_procedures", _M012_PROCEDURES),
+    # Which process distils a session now (memory/store/claims.py).
+    ("m013_distillation_claims", _DISTILLATION_CLAIMS),
 )
 
 
