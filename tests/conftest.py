@@ -61,6 +61,18 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="where the memory the tests open lives (tests/backends.py)")
 
 
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Tests of PostgreSQL itself (marked `postgres`: replicas on one database) run in the
+    suite's PostgreSQL run only: in the SQLite run they would do the same work again."""
+    if config.getoption("--store-backend") == "postgres":
+        return
+    chosen = [item for item in items if item.get_closest_marker("postgres") is None]
+    if len(chosen) < len(items):
+        config.hook.pytest_deselected(
+            items=[item for item in items if item.get_closest_marker("postgres")])
+        items[:] = chosen
+
+
 @pytest.fixture(scope="session")
 def postgres_cluster() -> Iterator[Cluster]:
     """A throwaway PostgreSQL cluster for the whole run (tests/postgres_cluster.py)."""

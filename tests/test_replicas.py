@@ -6,8 +6,8 @@ other (each claims a session before distilling it); a turn recorded through one
 is found through the other, by its words and by its vector, within a second; forgetting an
 agent through one leaves nothing of it in the other; after a kill -9 of the replica that
 owns the background work, the other takes it over and distils what was pending. The
-cluster is the tests' throwaway one (tests/postgres_cluster.py), whichever backend the rest
-of the run uses.
+cluster is the tests' throwaway one (tests/postgres_cluster.py); they run in the suite's
+PostgreSQL run.
 """
 
 from __future__ import annotations
@@ -32,7 +32,8 @@ from tests.fake_upstream import ChatCall, FakeUpstream, JsonReply, Reply
 from tests.postgres_cluster import Cluster, running_cluster
 from tests.raw_store import raw
 
-pytestmark = pytest.mark.slow
+# Run by `make test`'s PostgreSQL run (tests/conftest.py), whatever backend the rest uses.
+pytestmark = [pytest.mark.slow, pytest.mark.postgres]
 
 DEBOUNCE_SECONDS = 2
 
