@@ -314,6 +314,15 @@ class Settings:
                 f"{MIN_CONTEXT_BUDGET_TOKENS}",
                 param="context_budget_tokens",
             )
+        if self.store_url and not self.store_url.startswith(("postgresql://", "postgres://")):
+            raise SettingError(
+                f"setting store_url must be a postgresql:// URL (or empty: SQLite in "
+                f"data_dir), not {self.store_url.split(':', 1)[0]!r}", param="store_url")
+        if self.store_url and self.encryption_key_file:
+            raise SettingError(
+                "setting encryption_key_file encrypts the SQLite database in data_dir; with "
+                "store_url memory lives in PostgreSQL: encrypt the server's storage instead "
+                "and leave encryption_key_file empty", param="encryption_key_file")
         if self.core_max_tokens * 2 > self.core_context_tokens:
             raise SettingError(
                 f"setting core_max_tokens ({self.core_max_tokens}) leaves too little of "

@@ -75,6 +75,12 @@ def test_settings_that_need_each_other():
         cli={"relevance_gate_mode": "llm", "core_model": "m"}, environ={}, read_default_file=False
     )
     assert s.relevance_gate_mode == "llm"
+    with pytest.raises(SettingError, match="postgresql://") as info:
+        load_settings(cli={"store_url": "mysql://u@h/d"}, environ={}, read_default_file=False)
+    assert info.value.param == "store_url"
+    with pytest.raises(SettingError, match="server's storage"):
+        load_settings(cli={"store_url": "postgresql://u@h/d", "encryption_key_file": "k"},
+                      environ={}, read_default_file=False)
 
 
 def test_unknown_setting_in_file_is_refused(tmp_path):
