@@ -299,3 +299,36 @@ async def test_a_message_longer_than_spacy_takes_is_read_up_to_a_bound():
     pasted = "I live in Porto. " + "The log line repeats. " * 60_000  # over 1,000,000 chars
     result = await RuleDistiller().distill(_session([Turn(pasted, "Noted.")]))
     assert "User lives in Porto" in [f.content for f in result.identity + result.pinned]
+
+
+# --- sentence starts: parse() marks them as spaCy's Sentencizer would -----------------------
+
+SENTENCE_TEXTS = [
+    "",
+    " ",
+    "?!",
+    "...",
+    "Hey Mel! Good to see you! How have you been?",
+    "Hi!!! How are you?? I'm fine.",
+    "\"Quote.\" He said. (Yes.) ok",
+    "a.b.c. D e. f",
+    "Wait... what?! Really. (No.) Yes!",
+    "Line one\n\nLine two. Line three",
+    "Done。 Next line！ Third？ Fourth",
+    "It cost $5. Then 3.5 more... ok",
+]
+
+
+@pytest.mark.parametrize("text", SENTENCE_TEXTS)
+def test_sentence_starts_are_the_sentencizers(text: str) -> None:
+    import spacy
+    from spacy.attrs import SENT_START
+
+    from mnemoproxy.memory.distill.rules.text import parse
+
+    reference = spacy.blank("en")
+    reference.add_pipe("sentencizer")
+    expected = reference(text).to_array([SENT_START]).tolist()
+    parsed = parse(text)
+    assert parsed.to_array([SENT_START]).tolist() == expected
+    assert [s.text for s in parsed.sents] == [s.text for s in reference(text).sents]

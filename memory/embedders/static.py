@@ -5,6 +5,7 @@ from __future__ import annotations
 import importlib.util
 import json
 from collections.abc import Sequence
+from itertools import chain
 from pathlib import Path
 from typing import Any
 
@@ -67,18 +68,28 @@ class StaticModel:
     def embed(self, texts: list[str]) -> np.ndarray:
         """Unnormalised mean of each text's token vectors, float32, one row per text.
 
-        Text by text rather than as one padded batch: widening float16 to float32 is
-        the slow part, and a padded batch widens every padding position too (measured:
-        it made bulk embedding a third slower). Each row is summed in float32 in token
-        order, as the package sums its padded batch, so the result is the same."""
+        Widening float16 to float32 is the slow part (NumPy converts element by element),
+        so each distinct token of the batch is widened once, into a small float32 table,
+        and every text sums its rows of that table (measured: the NumPy part of a short
+        text went from ~15 to ~9 us). Text by text rather than as one padded batch or one
+        `reduceat`: both orders the additions differently, and large temporaries cost page
+        faults. Each row is summed in float32 in token order, as the package sums its
+        padded batch, so the result is the same bit for bit."""
         out = np.zeros((len(texts), self.weights.shape[1]), dtype=np.float32)
-        last = self.weights.shape[0] - 1
-        for row, encoding in zip(out, self.tokenizer.encode_batch(
-                texts, add_special_tokens=False), strict=True):
-            ids = np.asarray(encoding.ids, dtype=np.int32)
-            if len(ids):
-                np.clip(ids, 0, last, out=ids)
-                row[:] = self.weights[ids].sum(axis=0, dtype=np.float32) / np.float32(len(ids))
+        encodings = self.tokenizer.encode_batch(texts, add_special_tokens=False)
+        lengths = [len(encoding.ids) for encoding in encodings]
+        if not any(lengths):
+            return out
+        ids = np.fromiter(chain.from_iterable(e.ids for e in encodings), dtype=np.int64,
+                          count=sum(lengths))
+        np.clip(ids, 0, self.weights.shape[0] - 1, out=ids)
+        distinct, positions = np.unique(ids, return_inverse=True)
+        table = self.weights[distinct].astype(np.float32)
+        end = 0
+        for row, length in zip(out, lengths, strict=True):
+            start, end = end, end + length
+            if length:
+                row[:] = table[positions[start:end]].sum(axis=0) / np.float32(length)
         return out
 
 

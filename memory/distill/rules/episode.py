@@ -7,11 +7,12 @@ from __future__ import annotations
 import math
 from collections import Counter, defaultdict
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from mnemoproxy.memory.distill.rules.facts import FoundFact
 from mnemoproxy.memory.distill.rules.lexicon import words
-from mnemoproxy.memory.distill.rules.text import MONTHS, WEEKDAYS, is_name_like, singular
+from mnemoproxy.memory.distill.rules.text import MONTHS, WEEKDAYS, singular
 from mnemoproxy.memory.models import EpisodeDraft
 
 if TYPE_CHECKING:
@@ -34,18 +35,29 @@ _CHATTER = words(
 )
 
 
-# Word form (spaCy orth id) -> its content term, or None for a word that says nothing.
-# Whether a word is content depends on its form alone, and the same few thousand forms
-# recur in every session: looking them up beats asking each token's attributes.
-# Only the rules thread (see memory/distill/rules.py) touches it.
-_CONTENT_TERMS: dict[int, str | None] = {}
-_CONTENT_TERMS_LIMIT = 200_000
+@dataclass(frozen=True, slots=True)
+class _Form:
+    """What the episode needs to know of a word form; it depends on the form alone."""
+
+    text: str
+    term: str | None  # its content term, None for a word that says nothing
+    alpha: bool
+    lower: bool  # written in lower case
+    name_like: bool  # capitalised, could be a proper name (text.is_name_like)
 
 
-def _content_term(vocab: Vocab, orth: int) -> str | None:
-    term = _CONTENT_TERMS.get(orth, "")
-    if term != "":
-        return term
+# Word form (spaCy orth id) -> its _Form. The same few thousand forms recur in every
+# session: looking them up beats asking each token's attributes, and walking a Doc's
+# tokens builds a Token object apiece (measured: most of the episode's time). Bounded;
+# only the rules' one thread (the helper process) touches it.
+_FORMS: dict[int, _Form] = {}
+_FORMS_LIMIT = 200_000
+
+
+def _form(vocab: Vocab, orth: int) -> _Form:
+    form = _FORMS.get(orth)
+    if form is not None:
+        return form
     lexeme = vocab[orth]
     lower = lexeme.lower_
     content = (
@@ -55,10 +67,36 @@ def _content_term(vocab: Vocab, orth: int) -> str | None:
         and lower not in _CHATTER
         and not lower.endswith("ly")
     )
-    if len(_CONTENT_TERMS) >= _CONTENT_TERMS_LIMIT:
-        _CONTENT_TERMS.clear()
-    _CONTENT_TERMS[orth] = found = singular(lower) if content else None
-    return found
+    name_like = (
+        lexeme.is_title and lexeme.is_alpha and len(lexeme.orth_) > 1 and not lexeme.is_stop
+        and lower not in WEEKDAYS and lower not in MONTHS
+    )
+    form = _Form(lexeme.orth_, singular(lower) if content else None, lexeme.is_alpha,
+                 lexeme.is_lower, name_like)
+    if len(_FORMS) >= _FORMS_LIMIT:
+        _FORMS.clear()
+    _FORMS[orth] = form
+    return form
+
+
+@dataclass(frozen=True, slots=True)
+class _Message:
+    """A parsed message and, per token, its form and whether it opens a sentence."""
+
+    doc: Doc
+    forms: list[_Form]
+    sentence_starts: list[bool]
+
+    @classmethod
+    def of(cls, doc: Doc) -> _Message:
+        from spacy.attrs import ORTH, SENT_START
+
+        rows = doc.to_array([ORTH, SENT_START]).tolist() if len(doc) else []
+        return cls(doc, [_form(doc.vocab, orth) for orth, _ in rows],
+                   [start == 1 for _, start in rows])
+
+    def terms(self, start: int = 0, end: int | None = None) -> set[str]:
+        return {f.term for f in self.forms[start:end] if f.term is not None}
 
 
 Weights = dict[str, float]
@@ -71,27 +109,25 @@ def _ranked(weights: Weights, *, singles_only: bool = False) -> list[tuple[str, 
 
 
 def _term_weights(
-    user_docs: Sequence[Doc], assistant_docs: Sequence[Doc]
+    user: Sequence[_Message], assistant: Sequence[_Message]
 ) -> tuple[Weights, set[str]]:
     """Content words and adjacent content-word pairs within a sentence, the assistant's
     counting half; and the distinct content words of the user alone."""
-    from spacy.attrs import ORTH, SENT_START
-
     weights: Weights = defaultdict(float)
     user_words: set[str] = set()
-    for docs, weight in ((user_docs, 1.0), (assistant_docs, _ASSISTANT_WEIGHT)):
-        for doc in docs:
+    for messages, weight in ((user, 1.0), (assistant, _ASSISTANT_WEIGHT)):
+        for message in messages:
             previous: str | None = None
-            # Plain integers, not Token objects: most of the cost of a walk over tokens.
-            for orth, sentence_start in doc.to_array([ORTH, SENT_START]).tolist():
-                term = _content_term(doc.vocab, orth)
+            for form, sentence_start in zip(message.forms, message.sentence_starts,
+                                            strict=True):
+                term = form.term
                 if term is None:
                     previous = None
                     continue
-                if sentence_start == 1:
+                if sentence_start:
                     previous = None
                 weights[term] += weight
-                if docs is user_docs:
+                if messages is user:
                     user_words.add(term)
                 if previous is not None:
                     weights[f"{previous} {term}"] += weight
@@ -111,50 +147,45 @@ def _topics(weights: Weights) -> list[str]:
     return (pairs + singles)[:_MAX_TOPICS]
 
 
-def _sentence_score(sentence: Span, top_terms: dict[str, float], has_fact: bool) -> float:
-    vocab = sentence.doc.vocab
-    terms = {term for t in sentence if (term := _content_term(vocab, t.orth)) is not None}
+def _sentence_score(terms: set[str], top_terms: dict[str, float], has_fact: bool) -> float:
     if not terms:
         return 0.0
     overlap = sum(top_terms.get(t, 0.0) for t in terms)
     return overlap + math.log1p(len(terms)) + (3.0 if has_fact else 0.0)
 
 
-def _spread(user_docs: Sequence[Doc]) -> Counter[str]:
+def _spread(user: Sequence[_Message]) -> Counter[str]:
     """In how many of the user's messages each content word occurs."""
     counts: Counter[str] = Counter()
-    for doc in user_docs:
-        counts.update(
-            {term for t in doc if (term := _content_term(doc.vocab, t.orth)) is not None}
-        )
+    for message in user:
+        counts.update(message.terms())
     return counts
 
 
-def _summary(user_docs: Sequence[Doc], weights: Weights,
+def _summary(user: Sequence[_Message], weights: Weights,
              fact_sentences: set[tuple[int, int]]) -> str:
     # A word in nearly every message (the name of the person spoken to, a speaker's label)
     # is frequent but tells one message from another no better than "thanks": the
     # sentences worth quoting are the ones with the session's frequent *and* telling words.
-    spread, messages = _spread(user_docs), max(1, len(user_docs))
+    spread, messages = _spread(user), max(1, len(user))
     telling = {
         term: math.log1p(weight) * math.log((messages + 1) / max(1, spread[term]))
         for term, weight in _ranked(weights, singles_only=True)
     }
     top_terms = dict(sorted(telling.items(), key=lambda item: -item[1])[:_TOP_TERMS])
-    candidates = [
-        (index, sentence)
-        for index, sentence in enumerate(s for doc in user_docs for s in doc.sents)
-        if sum(1 for t in sentence if t.is_alpha) >= 3
-    ]
-    ranked = sorted(
-        candidates,
-        key=lambda c: -_sentence_score(
-            c[1], top_terms, (id(c[1].doc), c[1].start) in fact_sentences
-        ),
-    )
+    candidates: list[tuple[int, Span, float]] = []  # (position, sentence, its score)
+    for message in user:
+        for sentence in message.doc.sents:
+            forms = message.forms[sentence.start:sentence.end]
+            if sum(1 for f in forms if f.alpha) >= 3:
+                has_fact = (id(message.doc), sentence.start) in fact_sentences
+                terms = message.terms(sentence.start, sentence.end)
+                score = _sentence_score(terms, top_terms, has_fact)
+                candidates.append((len(candidates), sentence, score))
+    ranked = sorted(candidates, key=lambda c: -c[2])
     chosen = sorted(ranked[:_SUMMARY_SENTENCES], key=lambda c: c[0])
     summary = ""
-    for _, sentence in chosen:
+    for _, sentence, _score in chosen:
         text = sentence.text.strip()
         if summary and len(summary) + 1 + len(text) > _SUMMARY_CHARS:
             continue
@@ -164,32 +195,34 @@ def _summary(user_docs: Sequence[Doc], weights: Weights,
     return summary
 
 
-def _entities(user_docs: Sequence[Doc], assistant_docs: Sequence[Doc]) -> list[str]:
+_CALENDAR_WORDS = frozenset(WEEKDAYS) | frozenset(MONTHS)
+
+
+def _entities(user: Sequence[_Message], assistant: Sequence[_Message]) -> list[str]:
     """Runs of capitalised words; a run opening a sentence counts only if the same words
     also appear capitalised mid-sentence (any sentence starts with a capital), and a word
     the session also writes in lower case is an ordinary word capitalised by a list item
     or a heading ("Write", "Explain"), not a name."""
-    lower_case = {
-        token.text for doc in (*user_docs, *assistant_docs) for token in doc if token.is_lower
-    }
+    lower_case = {f.text for message in (*user, *assistant) for f in message.forms if f.lower}
     mid_sentence: Counter[str] = Counter()
     spelled: dict[str, str] = {}
     openers: list[str] = []
-    for doc in user_docs:
+    for message in user:
+        forms, starts, doc = message.forms, message.sentence_starts, message.doc
         index = 0
-        while index < len(doc):
-            if not is_name_like(doc[index]):
+        while index < len(forms):
+            if not forms[index].name_like:
                 index += 1
                 continue
             end = index + 1
-            while end < len(doc) and is_name_like(doc[end]) and not doc[end].is_sent_start:
+            while end < len(forms) and forms[end].name_like and not starts[end]:
                 end += 1
             text = doc[index:end].text
             key = text.lower()
             ordinary = end - index == 1 and key in lower_case
-            if key not in set(WEEKDAYS) | set(MONTHS) and not ordinary:
+            if key not in _CALENDAR_WORDS and not ordinary:
                 spelled.setdefault(key, text)
-                if doc[index].is_sent_start:
+                if starts[index]:
                     openers.append(key)
                 else:
                     mid_sentence[key] += 1
@@ -204,7 +237,9 @@ def build_episode(
     user_docs: Sequence[Doc], assistant_docs: Sequence[Doc], found: Sequence[FoundFact]
 ) -> EpisodeDraft | None:
     """None for a session of small talk: no facts and under three distinct content words."""
-    weights, user_words = _term_weights(user_docs, assistant_docs)
+    user = [_Message.of(doc) for doc in user_docs]
+    assistant = [_Message.of(doc) for doc in assistant_docs]
+    weights, user_words = _term_weights(user, assistant)
     if not found and len(user_words) < 3:
         return None
     facts = [f.fact for f in found]
@@ -213,9 +248,9 @@ def build_episode(
     fact_sentences = {(id(f.sentence.doc), f.sentence.start) for f in found}
     salience = min(0.9, 0.3 + 0.1 * len(facts) + 0.05 * (len(decisions) + len(action_items)))
     return EpisodeDraft(
-        summary=_summary(user_docs, weights, fact_sentences),
+        summary=_summary(user, weights, fact_sentences),
         topics=_topics(weights),
-        entities=_entities(user_docs, assistant_docs),
+        entities=_entities(user, assistant),
         decisions=decisions,
         action_items=action_items,
         salience=round(salience, 2),
