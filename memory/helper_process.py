@@ -58,6 +58,9 @@ IDLE_SECONDS = 120.0
 # LongMemEval data, so a child kept busy for weeks would only grow. A new one costs a
 # second or two of CPU and starts at ~80 MiB.
 MEMORY_LIMIT_MIB = 300.0
+# How often, at most, the child's size is looked at after a call: a bulk import makes
+# hundreds of calls a second, and reading /proc for each was a few percent of its CPU.
+MEMORY_CHECK_SECONDS = 1.0
 _CHILD_MAIN = f"from {__name__} import serve_parent; serve_parent()"
 
 
@@ -111,6 +114,7 @@ class HelperProcess:
         self._thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="helper-process")
         self._child: _Child | None = None
         self._last_call = 0.0
+        self._last_memory_check = 0.0
         self._idle_check: threading.Timer | None = None
 
     @property
@@ -145,8 +149,10 @@ class HelperProcess:
 
     def _replace_if_grown(self) -> None:
         child = self._child
-        if child is None:
+        now = time.monotonic()
+        if child is None or now - self._last_memory_check < MEMORY_CHECK_SECONDS:
             return
+        self._last_memory_check = now
         size = _anonymous_mib(child.process.pid)
         if size is not None and size > MEMORY_LIMIT_MIB:
             log.info("the helper process holds %.0f MiB (limit %.0f): replacing it",

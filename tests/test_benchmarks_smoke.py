@@ -25,11 +25,13 @@ def test_read_path_benchmark_times_memory_questions_and_plain_prompts() -> None:
 
 def test_ingest_benchmark_waits_for_embeddings_and_times_recording() -> None:
     figures = bench_ingest.main(
-        ["--conversations", "2", "--turns", "5", "--requests", "3", "--embed-seconds", "0.1"]
+        ["--conversations", "2", "--turns", "5", "--requests", "3", "--embed-seconds", "0.1",
+         "--rounds", "2"]
     )
 
     ingest = figures["ingest"]
     assert ingest["turns"] == 10
+    assert len(ingest["rounds_turns_per_s"]) == 2 and min(ingest["rounds_turns_per_s"]) > 0
     assert ingest["embedded_items"] >= 2 * ingest["turns"] + ingest["episodes"]
     assert figures["recording"]["gate_said_none"] == "3/3"
     assert figures["embedder"]["texts_per_s"] > 0

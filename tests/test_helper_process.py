@@ -156,6 +156,7 @@ async def test_a_child_grown_past_the_memory_limit_is_replaced_after_its_call(
     assert first is not None
     assert await helper.run(os.getpid) == first  # under the limit: kept
     monkeypatch.setattr(module, "MEMORY_LIMIT_MIB", 1.0)
+    monkeypatch.setattr(module, "MEMORY_CHECK_SECONDS", 0.0)  # looked at after every call
     # The call is answered by the grown child, which is then ended; the next gets another.
     assert await helper.run(os.getpid) == first
     assert _gone(first, 10) and helper.pid is None

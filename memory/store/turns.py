@@ -10,7 +10,11 @@ from typing import Any
 
 from mnemoproxy.memory.models import Turn
 from mnemoproxy.memory.store.db import Database, require_agent
-from mnemoproxy.memory.store.records import PendingSignal, TranscriptMessage
+from mnemoproxy.memory.store.records import (
+    PENDING_SIGNAL_COLUMNS,
+    PendingSignal,
+    TranscriptMessage,
+)
 from mnemoproxy.memory.store.sessions import touch_session, upsert_session
 
 
@@ -139,7 +143,8 @@ class TurnQueries(Database):
 
     async def pending_signals(self, agent_id: str, session_id: int) -> list[PendingSignal]:
         rows = await self._fetchall(
-            "SELECT * FROM pending_signals WHERE agent_id = ? AND session_id = ? "
+            f"SELECT {PENDING_SIGNAL_COLUMNS} FROM pending_signals "
+            "WHERE agent_id = ? AND session_id = ? "
             "AND status = 'pending' ORDER BY turn_index",
             (require_agent(agent_id), session_id),
         )
