@@ -68,28 +68,42 @@ class StaticModel:
     def embed(self, texts: list[str]) -> np.ndarray:
         """Unnormalised mean of each text's token vectors, float32, one row per text.
 
-        Widening float16 to float32 is the slow part (NumPy converts element by element),
-        so each distinct token of the batch is widened once, into a small float32 table,
-        and every text sums its rows of that table (measured: the NumPy part of a short
-        text went from ~15 to ~9 us). Text by text rather than as one padded batch or one
-        `reduceat`: both orders the additions differently, and large temporaries cost page
-        faults. Each row is summed in float32 in token order, as the package sums its
-        padded batch, so the result is the same bit for bit."""
-        out = np.zeros((len(texts), self.weights.shape[1]), dtype=np.float32)
-        encodings = self.tokenizer.encode_batch(texts, add_special_tokens=False)
-        lengths = [len(encoding.ids) for encoding in encodings]
-        if not any(lengths):
+        The package sums each text's token rows in float32, one after another in token
+        order; so does this, bit for bit (tests/test_embedders.py), but cheaper:
+        - widening float16 to float32 is slow (element by element), so each distinct token
+          of the batch is widened once, into a small float32 table;
+        - the sums advance one token position at a time across every text still that long
+          (texts ordered longest first, so those are a prefix): a few NumPy calls per
+          position instead of per text. A text left alone past the others' lengths is
+          finished by one sum of its remaining rows, which NumPy also adds in order.
+        Measured on chat messages: ~22k texts/s text by text over float16, ~60k now."""
+        width = self.weights.shape[1]
+        out = np.zeros((len(texts), width), dtype=np.float32)
+        encodings = self.tokenizer.encode_batch_fast(texts, add_special_tokens=False)
+        lengths = np.fromiter((len(e.ids) for e in encodings), dtype=np.int64,
+                              count=len(encodings))
+        total = int(lengths.sum())
+        if not total:
             return out
         ids = np.fromiter(chain.from_iterable(e.ids for e in encodings), dtype=np.int64,
-                          count=sum(lengths))
+                          count=total)
         np.clip(ids, 0, self.weights.shape[0] - 1, out=ids)
-        distinct, positions = np.unique(ids, return_inverse=True)
+        distinct, rows = np.unique(ids, return_inverse=True)
         table = self.weights[distinct].astype(np.float32)
-        end = 0
-        for row, length in zip(out, lengths, strict=True):
-            start, end = end, end + length
-            if length:
-                row[:] = table[positions[start:end]].sum(axis=0) / np.float32(length)
+        starts = np.cumsum(lengths) - lengths
+        order = np.argsort(-lengths, kind="stable")
+        order = order[lengths[order] > 0]
+        ordered_starts, ordered_lengths = starts[order], lengths[order]
+        sums = table[rows[ordered_starts]]  # position 0 of every non-empty text
+        for position in range(1, int(ordered_lengths[0])):
+            alive = int(np.count_nonzero(ordered_lengths > position))
+            if alive == 1:  # one long text left: the rest of it in one ordered sum
+                first = ordered_starts[0]
+                rest = table[rows[first + position:first + ordered_lengths[0]]]
+                sums[0] = np.concatenate((sums[:1], rest)).sum(axis=0)
+                break
+            sums[:alive] += table[rows[ordered_starts[:alive] + position]]
+        out[order] = sums / ordered_lengths[:, None].astype(np.float32)
         return out
 
 
