@@ -15,7 +15,6 @@ import os
 import pwd
 import shutil
 import signal
-import socket
 import subprocess
 import tempfile
 import time
@@ -25,6 +24,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import psycopg
+
+from tests.ports import free_port
 
 SUPERUSER = "mnemo"
 START_SECONDS = 30.0
@@ -37,12 +38,6 @@ def server_binaries() -> Path | None:
         return Path(os.path.realpath(on_path)).parent
     versions = sorted(glob.glob("/usr/lib/postgresql/*/bin"), key=lambda p: int(p.split("/")[-2]))
     return Path(versions[-1]) if versions else None
-
-
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 @dataclass
@@ -116,7 +111,7 @@ def start_cluster() -> Cluster:
          "-E", "UTF8", "--locale=C.UTF-8", "--no-sync"],
         check=True, capture_output=True,
     )
-    port = _free_port()
+    port = free_port()
     command = [*prefix, str(binaries / "postgres"), "-D", str(data), "-p", str(port),
                "-c", "listen_addresses=127.0.0.1", "-c", f"unix_socket_directories={folder}",
                "-c", "fsync=off", "-c", "synchronous_commit=off", "-c", "full_page_writes=off",

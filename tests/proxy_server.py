@@ -4,7 +4,6 @@ its own process (for what only a process shows: a kill -9, its resident memory).
 from __future__ import annotations
 
 import asyncio
-import socket
 import subprocess
 import sys
 import threading
@@ -19,12 +18,7 @@ from mnemoproxy.config.settings import Settings, load_settings
 from mnemoproxy.proxy.app import MemoryOpener, create_app
 from mnemoproxy.proxy.chat_memory import open_memory
 from tests.backends import store_url_for
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
+from tests.ports import free_port
 
 
 def make_settings(**overrides: Any) -> Settings:

@@ -12,7 +12,8 @@ import httpx
 from mnemoproxy.gate.fence import FLAG
 from tests.fake_upstream import FakeUpstream
 from tests.memory_client import sdk, search, user_text_seen_upstream, wait_for
-from tests.proxy_server import free_port, serve_process
+from tests.ports import free_port
+from tests.proxy_server import serve_process
 
 MESSAGE_BYTES = 5_000_000
 PEAK_GROWTH_MIB = 300

@@ -14,7 +14,8 @@ import pytest
 from mnemoproxy.memory import Turn, service
 from tests.fake_upstream import FakeUpstream, Reply
 from tests.memory_client import memory_settings, sdk
-from tests.proxy_server import ProxyServer, free_port, serve_process
+from tests.ports import free_port
+from tests.proxy_server import ProxyServer, serve_process
 
 
 def turns_of(url: str, agent: str) -> int:

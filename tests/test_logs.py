@@ -9,7 +9,8 @@ import sys
 import httpx
 
 from mnemoproxy.proxy.logs import JsonFormatter
-from tests.proxy_server import free_port, serve_process
+from tests.ports import free_port
+from tests.proxy_server import serve_process
 
 
 def test_the_server_writes_json_lines(fake_upstream, tmp_path):

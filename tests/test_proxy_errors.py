@@ -11,7 +11,8 @@ import openai
 import pytest
 
 from tests.fake_upstream import FakeUpstream
-from tests.proxy_server import ProxyServer, free_port, make_settings
+from tests.ports import free_port
+from tests.proxy_server import ProxyServer, make_settings
 
 
 def assert_openai_error(response: httpx.Response, status: int, *, param: str | None = None):

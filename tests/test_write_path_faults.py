@@ -18,7 +18,8 @@ import openai
 from tests.backends import store_url_for
 from tests.fake_upstream import FakeUpstream
 from tests.memory_client import memory_settings, post, search, wait_for
-from tests.proxy_server import ProxyServer, free_port
+from tests.ports import free_port
+from tests.proxy_server import ProxyServer
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -15,7 +15,6 @@ working whatever the package layout behind `mnemoproxy serve` and the documented
 from __future__ import annotations
 
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -33,6 +32,7 @@ import openai
 
 from tests.backends import store_url_for
 from tests.fake_upstream import FakeUpstream
+from tests.ports import free_port
 
 FENCE_OPEN, FENCE_CLOSE = "<recalled_memory>", "</recalled_memory>"
 INGEST_CLIENTS = 4  # concurrent ingest requests, each for a different agent
@@ -56,12 +56,6 @@ def console_script() -> Path:
     if not script.exists():
         raise SystemExit(f"{script} not found: run `make install` to install the console script")
     return script
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def setting_flags(settings: dict[str, str]) -> list[str]:

@@ -15,7 +15,7 @@ from pathlib import Path
 import httpx
 
 from tests.backends import store_url_for
-from tests.proxy_server import free_port
+from tests.ports import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
 
