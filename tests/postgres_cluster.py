@@ -70,12 +70,27 @@ class Cluster:
         self._wait_until_up()
 
     def _halt(self) -> None:
-        self.process.send_signal(signal.SIGINT)  # a fast shutdown: clients are disconnected
+        """A fast shutdown (SIGINT: clients are disconnected), sent to the server itself:
+        under root the process started is `runuser`, which does not pass SIGINT on, and
+        killing it would leave the server running without its folder."""
+        server = self._server_pid()
+        with contextlib.suppress(ProcessLookupError):  # already gone
+            os.kill(server if server is not None else self.process.pid, signal.SIGINT)
         try:
             self.process.wait(timeout=10)
         except subprocess.TimeoutExpired:
+            if server is not None:
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(server, signal.SIGKILL)
             self.process.kill()
             self.process.wait()
+
+    def _server_pid(self) -> int | None:
+        """The postmaster's pid, from the first line of its postmaster.pid."""
+        try:
+            return int((self.folder / "data" / "postmaster.pid").read_text().split()[0])
+        except (OSError, ValueError, IndexError):
+            return None
 
     def _wait_until_up(self) -> None:
         deadline = time.monotonic() + START_SECONDS
