@@ -34,7 +34,7 @@ browser: ## install Debian's chromium when missing (apt-get)
 	  DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq chromium >/dev/null; }
 
 # The suite runs on each store backend; PostgreSQL's run starts a throwaway cluster of
-# Debian's server (tests/postgres_cluster.py).
+# Debian's server (tests/support/postgres_cluster.py).
 postgres: ## install Debian's PostgreSQL server when missing (apt-get)
 	@ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || command -v initdb >/dev/null || { \
 	  echo "installing postgresql for the PostgreSQL tests (apt-get)"; \
@@ -55,13 +55,13 @@ lint: install ## ruff and mypy
 	mkdir -p $(VENV)/typecheck && ln -sfn $(CURDIR) $(VENV)/typecheck/mnemoproxy
 	$(VENV)/bin/mypy
 
-bench: install ## run tests/benchmarks and write BENCHMARKS.md
+bench: install ## run tests/benchmarks and write docs/results/benchmarks.md
 	$(PY) -m tests.benchmarks.run_all $(ARGS)
 
-eval: install ## memory quality through the HTTP API (LongMemEval, LoCoMo, generic prompts): EVAL.md
+eval: install ## memory quality through the HTTP API (LongMemEval, LoCoMo, generic prompts): docs/results/eval.md
 	$(PY) -m tests.benchmarks.eval_memory $(ARGS)
 
-eval-real: install ## distillation by a real small model (llama-server, built on first use): EVAL-REAL.md
+eval-real: install ## distillation by a real small model (llama-server, built on first use): docs/results/eval-real.md
 	$(PY) -m tests.benchmarks.eval_real $(ARGS)
 
 clean: ## remove the virtualenv and caches

@@ -13,7 +13,7 @@
     └── CoreModelCapped         the core model's tokens for today are spent (never HTTP:
                                 its callers fall back to their rule-based twins)
 
-memory/ and gate/ raise these and know nothing of HTTP; proxy/errors.py maps each class to
+memory/ and gate/ raise these and know nothing of HTTP; proxy/edge/errors.py maps each class to
 its status and OpenAI error type in one table. Third-party exceptions are translated where
 they enter the code, so callers never have to know which library raised.
 """

@@ -1,7 +1,7 @@
-"""The settings table as Markdown for README.md.
+"""The settings table as Markdown for docs/settings.md.
 
-python -m mnemoproxy.config.docs            print the table
-python -m mnemoproxy.config.docs README.md  rewrite the table between the README's markers
+python -m mnemoproxy.config.docs                    print the table
+python -m mnemoproxy.config.docs docs/settings.md   rewrite the table between the page's markers
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ from pathlib import Path
 from mnemoproxy.config.settings import ENV_PREFIX, SETTINGS_TABLE, describe_range
 
 START, END = "<!-- settings:start -->", "<!-- settings:end -->"
+DEFAULT_TARGET = Path(__file__).resolve().parent.parent / "docs" / "settings.md"
 
 
 def settings_markdown() -> str:
@@ -30,7 +31,7 @@ def settings_markdown() -> str:
     return "\n".join(rows)
 
 
-def update_readme(path: Path) -> None:
+def update_readme(path: Path = DEFAULT_TARGET) -> None:
     text = path.read_text(encoding="utf-8")
     head, _, rest = text.partition(START)
     _, _, tail = rest.partition(END)

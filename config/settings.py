@@ -419,7 +419,7 @@ def load_settings(
         for name, raw in table.items():
             if name not in by_name:
                 raise SettingError(
-                    f"unknown setting {name!r} in {path}; see the settings table in README.md"
+                    f"unknown setting {name!r} in {path}; see the table in docs/settings.md"
                 )
             values[name] = _coerce(by_name[name], raw, str(path))
 

@@ -6,7 +6,7 @@ from mnemoproxy.gate.fence import looks_like_instructions
 from mnemoproxy.gate.messages import latest_user_index, message_text
 from mnemoproxy.gate.read_path import MemoryReader, ReadPath, ReadResult, memory_headers
 from mnemoproxy.gate.relevance.types import SECTIONS
-from mnemoproxy.gate.threads import Compression, ThreadCompressor
+from mnemoproxy.gate.threads.compressor import Compression, ThreadCompressor
 
 __all__ = [
     "SECTIONS",

@@ -27,7 +27,7 @@ import jinja2
 from mnemoproxy.gate.excerpt import Query, excerpt
 from mnemoproxy.gate.fence import FENCE_CLOSE, FENCE_OPEN, fenced, looks_like_instructions, quoted
 from mnemoproxy.gate.relevance.types import GateDecision
-from mnemoproxy.gate.tokens import count_tokens
+from mnemoproxy.gate.tokens.counter import count_tokens
 from mnemoproxy.memory import Fact, Kind, SearchResult
 
 TEMPLATES = Path(__file__).parent / "templates"

@@ -16,7 +16,7 @@ from mnemoproxy.gate.messages import continues_after_tools, latest_user_index, m
 from mnemoproxy.gate.planner import MemoryBlock, Planner, Procedure
 from mnemoproxy.gate.relevance import REFERENCE_PROMPTS, HeuristicGate, make_gate
 from mnemoproxy.gate.relevance.types import Evidence, Gate, GateContext, GateDecision
-from mnemoproxy.gate.tokens import count_tokens
+from mnemoproxy.gate.tokens.counter import count_tokens
 from mnemoproxy.memory import CoreModel, Fact, Kind, SearchResult
 
 # Of the block's budget, how much a decision of each confidence may fill: a weak signal

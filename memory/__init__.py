@@ -5,16 +5,16 @@ worker, the write path and the consolidation schedule. The rest are the plain da
 contracts that cross the boundary.
 """
 
-from mnemoproxy.memory.consolidate import ConsolidationReport
-from mnemoproxy.memory.documents import DOCUMENT_EXTENSIONS
-from mnemoproxy.memory.model_server import CoreModel, JsonClient
+from mnemoproxy.memory.background.consolidate import ConsolidationReport
+from mnemoproxy.memory.core_model.client import CoreModel, JsonClient
 from mnemoproxy.memory.models import KINDS, SCOPES, Kind, Turn
-from mnemoproxy.memory.search import SearchResult
+from mnemoproxy.memory.search.hybrid import SearchResult
 from mnemoproxy.memory.service import Memory
-from mnemoproxy.memory.store.documents import StoredChunk, StoredDocument
+from mnemoproxy.memory.store.conversations.threads import ThreadSummary
+from mnemoproxy.memory.store.knowledge.documents import StoredChunk, StoredDocument
 from mnemoproxy.memory.store.records import Fact
-from mnemoproxy.memory.store.threads import ThreadSummary
-from mnemoproxy.memory.write_path import DistillOutcome, IngestResult
+from mnemoproxy.memory.write.documents import DOCUMENT_EXTENSIONS
+from mnemoproxy.memory.write.pipeline import DistillOutcome, IngestResult
 
 __all__ = [
     "DOCUMENT_EXTENSIONS",

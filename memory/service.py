@@ -25,20 +25,9 @@ from typing import Any
 import numpy as np
 
 from mnemoproxy.config.settings import Settings
-from mnemoproxy.errors import InvalidArgument, NotFound
-from mnemoproxy.memory.consolidate import ConsolidationReport, consolidate
-from mnemoproxy.memory.core_budget import BudgetedCoreModel, CoreBudget
-from mnemoproxy.memory.distill.fallback import CapFallbackDistiller
-from mnemoproxy.memory.distill.llm import LLMDistiller
-from mnemoproxy.memory.distill.protocol import Distiller
-from mnemoproxy.memory.distill.rules import RuleDistiller, assign_slots
-from mnemoproxy.memory.documents import media_type_of, parse_document
-from mnemoproxy.memory.embedders import Embedder, LocalEmbedder, make_embedder
-from mnemoproxy.memory.embedders.offloaded import OFFLOADED_BACKENDS, OffloadedEmbedder
-from mnemoproxy.memory.embedding_worker import EmbeddingWorker
-from mnemoproxy.memory.model_server import CoreModel, CoreModelClient, JsonClient
-from mnemoproxy.memory.models import FactDraft, Kind, ProcedureDraft, Turn
-from mnemoproxy.memory.ownership import (
+from mnemoproxy.memory.background.consolidate import ConsolidationReport, consolidate
+from mnemoproxy.memory.background.embedding_worker import EmbeddingWorker
+from mnemoproxy.memory.background.ownership import (
     OWNER_FILE,
     PENDING_POLL_SECONDS,
     QUEUE_POLL_SECONDS,
@@ -46,26 +35,35 @@ from mnemoproxy.memory.ownership import (
     OwnerLock,
     Ownership,
 )
-from mnemoproxy.memory.periods import period_asked
-from mnemoproxy.memory.search import (
+from mnemoproxy.memory.core_model.budget import BudgetedCoreModel, CoreBudget
+from mnemoproxy.memory.core_model.client import CoreModel, CoreModelClient, JsonClient
+from mnemoproxy.memory.core_model.fallback import CapFallbackDistiller
+from mnemoproxy.memory.distill.llm import LLMDistiller
+from mnemoproxy.memory.distill.protocol import Distiller
+from mnemoproxy.memory.distill.rules import RuleDistiller, assign_slots
+from mnemoproxy.memory.embedders import Embedder, LocalEmbedder, make_embedder
+from mnemoproxy.memory.embedders.offloaded import OFFLOADED_BACKENDS, OffloadedEmbedder
+from mnemoproxy.memory.management import Management
+from mnemoproxy.memory.models import Kind, Turn
+from mnemoproxy.memory.search.hybrid import (
     DEFAULT_FUSION,
     DEFAULT_MMR_LAMBDA,
     Fusion,
     Retriever,
     SearchResult,
 )
+from mnemoproxy.memory.search.periods import period_asked
+from mnemoproxy.memory.search.vectors import VectorIndexes
 from mnemoproxy.memory.store import Store
 from mnemoproxy.memory.store.cipher import Cipher
+from mnemoproxy.memory.store.conversations.threads import ThreadSummary
 from mnemoproxy.memory.store.db import require_agent
-from mnemoproxy.memory.store.documents import StoredChunk, StoredDocument
-from mnemoproxy.memory.store.postgres import DatabaseOwnerLock
-from mnemoproxy.memory.store.procedures import StoredProcedure
-from mnemoproxy.memory.store.records import Episode, Fact, item_type_of
-from mnemoproxy.memory.store.threads import ThreadSummary
-from mnemoproxy.memory.vectors import VectorIndexes
-from mnemoproxy.memory.write_path import Claims, IngestResult, WritePath
+from mnemoproxy.memory.store.knowledge.procedures import StoredProcedure
+from mnemoproxy.memory.store.postgres.connections import DatabaseOwnerLock
+from mnemoproxy.memory.store.records import item_type_of
+from mnemoproxy.memory.write.pipeline import Claims, IngestResult, WritePath
 
-log = logging.getLogger("mnemoproxy.memory")
+log = logging.getLogger(__name__)
 
 VECTORS_FOLDER = "vectors"
 SHUTDOWN_DISTILL_SECONDS = 10.0
@@ -100,7 +98,10 @@ class _Measured:
     similarities: list[float]
 
 
-class Memory:
+class Memory(Management):
+    """The front door: lifecycle, the chat path's reads and writes, upkeep; the management
+    operations come from memory/management.py."""
+
     def __init__(
         self,
         settings: Settings,
@@ -120,7 +121,7 @@ class Memory:
         self.core_budget = CoreBudget(settings.core_model_daily_tokens)
         # The core model, when one is configured: the distiller's, lent to the LLM gate.
         self.core_model: CoreModel | None = None
-        # The core model as the long-thread summaries use it (gate/threads.py): a summary
+        # The core model as the long-thread summaries use it (gate/threads/compressor.py): a summary
         # of a conversation is a distillation, counted (and capped) as one.
         self.summary_model: CoreModel | None = None
         distiller_core: CoreModel | None = None
@@ -150,7 +151,7 @@ class Memory:
         # Replies that waited for their turn past the read deadline: the store is behind.
         self.records_waited_out = 0
         self._schedule: asyncio.Task[None] | None = None
-        self._ownership: Ownership | None = None  # workers > 1 (memory/ownership.py)
+        self._ownership: Ownership | None = None  # workers > 1 (memory/background/ownership.py)
         self._pending_poll: asyncio.Task[None] | None = None  # replicas on PostgreSQL
         self._reference_vectors: dict[tuple[str, ...], np.ndarray] = {}
         self._measured: OrderedDict[str, _Measured] = OrderedDict()
@@ -200,9 +201,9 @@ class Memory:
 
     async def _share_background(self) -> None:
         """workers > 1 or replicas on one database: the background work runs in the one
-        process that owns the memory (memory/ownership.py); this one takes it on once it
-        wins the owner lock. Replicas on PostgreSQL all distil, each session claimed by
-        one of them at a time (memory/store/claims.py); embedding and consolidation stay
+        process that owns the memory (memory/background/ownership.py); this one takes it on
+        once it wins the owner lock. Replicas on PostgreSQL all distil, each session
+        claimed by one of them at a time (memory/store/claims.py); embedding and consolidation stay
         the owner's."""
         distils_here = bool(self.settings.store_url)
         if distils_here:
@@ -232,7 +233,7 @@ class Memory:
 
     async def _poll_pending(self) -> None:
         """Replicas on PostgreSQL: arm the sessions other processes recorded turns of, as
-        the owner among workers does (memory/ownership.py), in every replica."""
+        the owner among workers does (memory/background/ownership.py), in every replica."""
         while True:
             try:
                 await self._writer.notice_pending()
@@ -241,9 +242,9 @@ class Memory:
             await asyncio.sleep(PENDING_POLL_SECONDS)
 
     def _prepare_helper(self) -> None:
-        """The background work's part of the helper process (memory/helper_process.py: the
-        rule distiller, the embedding worker's model) gets ready now, in a second or so
-        beside the rest of the start-up, not on the first session or batch."""
+        """The background work's part of the helper process (the rule distiller, the
+        embedding worker's model; memory/background/helper_process.py) gets ready now, in a
+        second or so beside the rest of the start-up, not on the first session or batch."""
         if isinstance(self._distiller, RuleDistiller):
             self._distiller.start()
         if isinstance(self._worker.embedder, OffloadedEmbedder):
@@ -352,7 +353,7 @@ class Memory:
     ) -> list[SearchResult]:
         """The agent's items best matching `query` (hybrid BM25 + vectors), best first;
         with `neighbours`, the messages said around the best ones compete too. A time the
-        query names ("on May 3, 2023", "last weekend"; memory/periods.py) lifts what was
+        query names ("on May 3, 2023", "last weekend"; memory/search/periods.py) lifts what was
         said then."""
         period = period_asked(query, time.time() if now is None else now)
         return await self._retriever.search(
@@ -368,12 +369,6 @@ class Memory:
             neighbours=neighbours,
             period=period,
         )
-
-    async def identity_facts(self, agent_id: str) -> list[Fact]:
-        """The agent's current identity facts, most salient first (at most
-        `identity_max_facts`)."""
-        facts = await self.store.current_facts(agent_id, "identity")
-        return facts[: self.settings.identity_max_facts]
 
     async def entity_names(self, agent_id: str) -> list[str]:
         """Names the agent's memory knows (people, places, projects), most mentioned first."""
@@ -404,7 +399,7 @@ class Memory:
         return self._measured[agent_id].similarities
 
     async def common_words(self, agent_id: str) -> frozenset[str]:
-        """Words in a large share of the agent's messages (see memory/common_terms.py): the
+        """Words in a large share of the agent's messages (see memory/search/common_terms.py): the
         names of the people a history is about, among others."""
         return await self._retriever.common_words(agent_id)
 
@@ -413,6 +408,23 @@ class Memory:
         used = [(item_type_of(kind), item_id) for kind, item_id in items]
         if used:
             self._spawn(self.store.bump_use(agent_id, used), "count memory use")
+
+    async def matching_procedures(self, agent_id: str, query: str) -> list[StoredProcedure]:
+        """The agent's procedures sharing words with `query`, best first."""
+        return await self.store.search_procedures(agent_id, query)
+
+
+    async def has_documents(self, agent_id: str) -> bool:
+        """Whether the agent holds documents (the gate then weighs them for any question);
+        asked of the store at most every DOCUMENTS_SECONDS per agent."""
+        known = self._with_documents.get(agent_id)
+        if known is not None and time.monotonic() - known[1] < DOCUMENTS_SECONDS:
+            return known[0]
+        holds = await self.store.has_documents(agent_id)
+        if len(self._with_documents) >= REFERENCE_CACHE_AGENTS:
+            self._with_documents.clear()
+        self._with_documents[agent_id] = (holds, time.monotonic())
+        return holds
 
     # -- long threads (context_budget_tokens) ---------------------------------------------
 
@@ -445,304 +457,6 @@ class Memory:
         """Dead-lettered sessions (one agent's, or all) distilled again in the background;
         (sessions, turns) re-queued."""
         return await self._writer.retry_dead_letters(agent_id)
-
-    async def agents(self) -> list[dict[str, Any]]:
-        """Every agent with its counts: current facts, live episodes, turns, last activity."""
-        return await self.store.agents_summary()
-
-    async def facts(
-        self,
-        agent_id: str,
-        *,
-        kind: str | None = None,
-        status: str = "current",
-        text: str | None = None,
-        limit: int = 100,
-        after_id: int = 0,
-    ) -> list[tuple[Fact, str | None]]:
-        """A page of the agent's facts in stored order, each with its conversation id (see
-        Store.list_facts). An agent memory has never seen is NotFound, not an empty page."""
-        if not await self.store.has_agent(agent_id):
-            raise NotFound(f"no agent {agent_id!r} in memory", param="agent_id")
-        return await self.store.list_facts(
-            agent_id, kind=kind, status=status, text=text, limit=limit, after_id=after_id
-        )
-
-    # -- looking and fixing by hand (the management API) ---------------------------------
-
-    async def _known(self, agent_id: str) -> None:
-        if not await self.store.has_agent(agent_id):
-            raise NotFound(f"no agent {agent_id!r} in memory", param="agent_id")
-
-    async def agent(self, agent_id: str) -> dict[str, Any]:
-        """One agent's counts (as in `agents`) and identity facts."""
-        await self._known(agent_id)
-        summary = next(a for a in await self.store.agents_summary() if a["id"] == agent_id)
-        return {**summary, "identity": [f.content for f in await self.identity_facts(agent_id)]}
-
-    async def sessions(self, agent_id: str, *, limit: int, after_id: int) -> list[dict[str, Any]]:
-        await self._known(agent_id)
-        return await self.store.sessions_page(agent_id, limit=limit, after_id=after_id)
-
-    async def session_messages(self, agent_id: str, session_id: int) -> list[dict[str, Any]]:
-        await self._known(agent_id)
-        messages = await self.store.session_transcript(agent_id, session_id)
-        if not messages:
-            raise NotFound(f"agent {agent_id!r} has no session {session_id}", param="session_id")
-        return [{"turn_index": m.turn_index, "role": m.role, "content": m.content, "at": m.at}
-                for m in messages]
-
-    async def episodes(self, agent_id: str, *, limit: int, after_id: int) -> list[Episode]:
-        await self._known(agent_id)
-        return await self.store.episodes_page(agent_id, limit=limit, after_id=after_id)
-
-    async def add_fact(
-        self, agent_id: str, content: str, *, kind: str = "pinned", salience: float = 0.5
-    ) -> int:
-        """A fact stated by hand (the agent is created if new); returns its id."""
-        await self.store.ensure_agent(agent_id)
-        draft = FactDraft(self._writer.scrub(content), kind, salience)  # type: ignore[arg-type]
-        return await self.store.insert_fact(agent_id, draft)
-
-    async def edit_fact(
-        self, agent_id: str, fact_id: int, *, content: str | None = None,
-        salience: float | None = None, pinned: bool | None = None,
-    ) -> int:
-        """Change a current fact. New content supersedes it (the old text stays as history;
-        the new fact keeps its pin) and the new fact's id is returned; a salience or a pin
-        alone is set in place."""
-        current = await self.store.fact(agent_id, fact_id)
-        if current is None or current.valid_to is not None:
-            raise NotFound(f"agent {agent_id!r} has no current fact {fact_id}", param="fact_id")
-        if pinned is None:
-            pinned = current.pinned_at is not None
-        if content is not None:
-            content = self._writer.scrub(content)
-        if content is not None and content != current.content:
-            draft = FactDraft(content, current.kind,  # type: ignore[arg-type]
-                              current.salience if salience is None else salience,
-                              list(current.tags), current.slot)
-            fact_id = await self.store.supersede_fact(agent_id, fact_id, draft)
-        elif salience is not None:
-            await self.store.set_fact_salience(agent_id, fact_id, salience)
-        if pinned != (current.pinned_at is not None) or fact_id != current.id:
-            await self.store.set_fact_pinned(agent_id, fact_id, pinned)
-        return fact_id
-
-    async def delete_fact(self, agent_id: str, fact_id: int) -> None:
-        """Delete a fact by hand: reads no longer see it; the row stays as history."""
-        if not await self.store.delete_fact(agent_id, fact_id):
-            raise NotFound(f"agent {agent_id!r} has no fact {fact_id}", param="fact_id")
-
-    async def forget_session(self, agent_id: str, session_id: int) -> dict[str, int]:
-        """Forget one session for good (memory/store/forget.py): its messages, episodes, the
-        facts only it stated, and the pages that held them."""
-        await self._known(agent_id)
-        async with self._worker.paused():
-            forgotten = await self.store.forget_session(agent_id, session_id)
-        if forgotten is None:
-            raise NotFound(f"agent {agent_id!r} has no session {session_id}", param="session_id")
-        await self._vectors.drop_deleted(agent_id)
-        self.store.drop_cached_entities(agent_id)
-        return forgotten
-
-    async def delete_episode(self, agent_id: str, episode_id: int) -> None:
-        if not await self.store.delete_episode(agent_id, episode_id):
-            raise NotFound(f"agent {agent_id!r} has no episode {episode_id}",
-                           param="episode_id")
-
-    async def fact_history(self, agent_id: str, fact_id: int) -> list[Fact]:
-        """The fact's line of values, oldest first (each superseded by the next)."""
-        ids = await self.store.fact_history(agent_id, fact_id)
-        facts = [await self.store.fact(agent_id, i) for i in ids]
-        return [f for f in facts if f is not None]
-
-    async def fact(self, agent_id: str, fact_id: int) -> Fact:
-        found = await self.store.fact(agent_id, fact_id)
-        if found is None:
-            raise NotFound(f"agent {agent_id!r} has no fact {fact_id}", param="fact_id")
-        return found
-
-    async def forget_agent(self, agent_id: str) -> dict[str, int] | None:
-        """Forget the agent completely: every row, full-text entry, vector and index file,
-        and the pages that held its text. Returns what was deleted (None: unknown agent)."""
-        self._writer.scheduler.forget(agent_id)
-        async with self._worker.paused():
-            forgotten = await self.store.forget_agent(agent_id)
-            await self._vectors.forget(agent_id)
-        self._retriever.common_terms.forget(agent_id)
-        self.store.drop_cached_entities(agent_id)
-        self._measured.pop(agent_id, None)
-        self._with_documents.pop(agent_id, None)
-        if forgotten is not None:
-            log.info("forgot agent %s: %s", agent_id, forgotten)
-        return forgotten
-
-    async def export_agent(self, agent_id: str) -> list[dict[str, Any]] | None:
-        """The agent's memory as export records (memory/store/portable.py), vectors aside;
-        None for an agent memory has never seen."""
-        return await self.store.export_agent(agent_id)
-
-    async def import_agent(self, agent_id: str, records: list[dict[str, Any]]) -> dict[str, int]:
-        """Merge export records into the agent; what is new is embedded in the background.
-        Their texts are scrubbed as every other way in (credentials, personal data)."""
-        scrub = self._writer.scrub
-        for record in records:
-            if not isinstance(record, dict):
-                continue
-            for field in ("content", "summary"):
-                if isinstance(record.get(field), str):
-                    record[field] = scrub(record[field])
-            messages = record.get("messages")
-            # The store's import checks every field; a malformed one must reach it intact.
-            for message in messages if isinstance(messages, list) else ():
-                if isinstance(message, dict) and isinstance(message.get("content"), str):
-                    message["content"] = scrub(message["content"])
-        added = await self.store.import_agent(agent_id, records)
-        self.store.drop_cached_entities(agent_id)
-        return added
-
-    # -- procedures (the how-tos sessions taught, memory/store/procedures.py) ---------------
-
-    async def matching_procedures(self, agent_id: str, query: str) -> list[StoredProcedure]:
-        """The agent's procedures sharing words with `query`, best first."""
-        return await self.store.search_procedures(agent_id, query)
-
-    async def procedures(
-        self, agent_id: str, *, limit: int, after_id: int
-    ) -> list[StoredProcedure]:
-        await self._known(agent_id)
-        return await self.store.procedures_page(agent_id, limit=limit, after_id=after_id)
-
-    async def procedure(self, agent_id: str, procedure_id: int) -> StoredProcedure:
-        found = await self.store.procedure(agent_id, procedure_id)
-        if found is None:
-            raise NotFound(f"agent {agent_id!r} has no procedure {procedure_id}",
-                           param="procedure_id")
-        return found
-
-    def _scrubbed(self, name: str, steps: Sequence[str], applies_when: str) -> ProcedureDraft:
-        scrub = self._writer.scrub
-        return ProcedureDraft(scrub(name), [scrub(s) for s in steps], scrub(applies_when))
-
-    async def add_procedure(
-        self, agent_id: str, name: str, steps: Sequence[str], applies_when: str = ""
-    ) -> int:
-        """A procedure stated by hand (the agent is created if new), replacing the agent's
-        procedure of the same name; returns its id."""
-        return await self.store.add_procedure(
-            agent_id, self._scrubbed(name, steps, applies_when))
-
-    async def edit_procedure(
-        self, agent_id: str, procedure_id: int, *, name: str | None = None,
-        steps: Sequence[str] | None = None, applies_when: str | None = None,
-    ) -> None:
-        """Change a procedure in place; a name another of the agent's has is refused."""
-        current = await self.procedure(agent_id, procedure_id)
-        draft = self._scrubbed(
-            current.name if name is None else name,
-            current.steps if steps is None else steps,
-            current.applies_when if applies_when is None else applies_when,
-        )
-        updated = await self.store.update_procedure(agent_id, procedure_id, draft)
-        if updated is None:
-            raise NotFound(f"agent {agent_id!r} has no procedure {procedure_id}",
-                           param="procedure_id")
-        if not updated:
-            raise InvalidArgument(
-                f"agent {agent_id!r} already has a procedure named {draft.name!r}; delete "
-                "it first or pick another name", param="name")
-
-    async def delete_procedure(self, agent_id: str, procedure_id: int) -> None:
-        """Delete a procedure for good."""
-        if not await self.store.delete_procedure(agent_id, procedure_id):
-            raise NotFound(f"agent {agent_id!r} has no procedure {procedure_id}",
-                           param="procedure_id")
-
-    # -- documents (a knowledge base per agent, memory/documents.py) -----------------------
-
-    async def add_document(
-        self,
-        agent_id: str,
-        data: bytes | str,
-        *,
-        media_type: str | None = None,
-        title: str | None = None,
-        filename: str | None = None,
-    ) -> StoredDocument:
-        """Parse a document (as `media_type` when it is a supported one, else as its file
-        name says), cut it into chunks along its structure and store them as the agent's
-        items (the agent is created when new), scrubbed as everything stored is; embedded
-        before this returns, as an ingest is. InvalidArgument for a file that cannot be
-        read, TooLarge for one of too many chunks."""
-        require_agent(agent_id)
-        scrub = self._writer.scrub
-        kind = media_type_of(filename, media_type)
-
-        def parse() -> tuple[str, list[tuple[int, str, int | None, str]], str]:
-            parsed = parse_document(data, kind, title=title, filename=filename)
-            chunks = [(c.position, scrub(c.heading), c.page, scrub(c.text))
-                      for c in parsed.chunks]
-            return scrub(parsed.title), chunks, parsed.media_type
-
-        kept_title, chunks, kind = await asyncio.to_thread(parse)
-        size = len(data.encode("utf-8") if isinstance(data, str) else data)
-        document_id = await self.store.add_document(
-            agent_id, title=kept_title, source=scrub(filename or ""), media_type=kind,
-            size_bytes=size, chunks=chunks,
-        )
-        self._with_documents[agent_id] = (True, time.monotonic())
-        await self._worker.drain(flush=False)
-        found = await self.store.document(agent_id, document_id)
-        assert found is not None
-        return found[0]
-
-    async def documents(
-        self, agent_id: str, *, limit: int, after_id: int = 0
-    ) -> list[StoredDocument]:
-        await self._known(agent_id)
-        return await self.store.documents_page(agent_id, limit=limit, after_id=after_id)
-
-    async def document(
-        self, agent_id: str, document_id: int
-    ) -> tuple[StoredDocument, list[StoredChunk]]:
-        found = await self.store.document(agent_id, document_id)
-        if found is None:
-            raise NotFound(f"agent {agent_id!r} has no document {document_id}",
-                           param="document_id")
-        return found
-
-    async def delete_document(self, agent_id: str, document_id: int) -> int:
-        """Delete a document for good (its chunks, their search entries and vectors);
-        returns how many chunks went."""
-        async with self._worker.paused():
-            deleted = await self.store.delete_document(agent_id, document_id)
-        if deleted is None:
-            raise NotFound(f"agent {agent_id!r} has no document {document_id}",
-                           param="document_id")
-        self._with_documents.pop(agent_id, None)
-        await self._vectors.drop_deleted(agent_id)
-        return deleted
-
-    async def has_documents(self, agent_id: str) -> bool:
-        """Whether the agent holds documents (the gate then weighs them for any question);
-        asked of the store at most every DOCUMENTS_SECONDS per agent."""
-        known = self._with_documents.get(agent_id)
-        if known is not None and time.monotonic() - known[1] < DOCUMENTS_SECONDS:
-            return known[0]
-        holds = await self.store.has_documents(agent_id)
-        if len(self._with_documents) >= REFERENCE_CACHE_AGENTS:
-            self._with_documents.clear()
-        self._with_documents[agent_id] = (holds, time.monotonic())
-        return holds
-
-    async def audit(self, agent_id: str, action: str, by: str) -> None:
-        """Note in the agent's processing log who changed its memory through the API."""
-        await self.store.log_event(agent_id, "api_change", {"action": action, "by": by})
-
-    async def processing_log(self, agent_id: str, limit: int = 100) -> list[dict[str, Any]]:
-        """The agent's latest processing events, newest first."""
-        return await self.store.processing_log(agent_id, limit)
 
     async def health(self) -> dict[str, Any]:
         return {

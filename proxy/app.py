@@ -20,29 +20,29 @@ from mnemoproxy.config.settings import Settings
 from mnemoproxy.errors import MemoryDisabled
 from mnemoproxy.gate import ReadPath
 from mnemoproxy.memory import Memory
-from mnemoproxy.proxy.access import Guard, caller, require_keys_off_loopback
-from mnemoproxy.proxy.agents_api import AGENT_ROUTES
-from mnemoproxy.proxy.api_models import (
+from mnemoproxy.proxy.api.agents import AGENT_ROUTES
+from mnemoproxy.proxy.api.documents import DOCUMENT_ROUTES
+from mnemoproxy.proxy.api.memory import MEMORY_ROUTES, TYPE_DECODERS
+from mnemoproxy.proxy.api.models import (
     CoreModelBudget,
     Health,
     MemoryHealth,
     ReadsSinceStart,
 )
-from mnemoproxy.proxy.body_deadline import body_deadline
-from mnemoproxy.proxy.chat import chat_completions
-from mnemoproxy.proxy.chat_memory import open_memory
-from mnemoproxy.proxy.documents_api import DOCUMENT_ROUTES
-from mnemoproxy.proxy.errors import EXCEPTION_HANDLERS
-from mnemoproxy.proxy.fast_relay import FastRelay
-from mnemoproxy.proxy.inspector import INSPECTOR_ROUTES, answer_inspector_in_html
-from mnemoproxy.proxy.keys import KeyFile, keys_path
-from mnemoproxy.proxy.mcp_endpoint import LazyMcpEndpoint
-from mnemoproxy.proxy.memory_api import MEMORY_ROUTES, TYPE_DECODERS
-from mnemoproxy.proxy.metrics import CONTENT_TYPE, Metrics
-from mnemoproxy.proxy.openapi import DescribedStructs
-from mnemoproxy.proxy.procedures_api import PROCEDURE_ROUTES
+from mnemoproxy.proxy.api.procedures import PROCEDURE_ROUTES
+from mnemoproxy.proxy.chat.memory import open_memory
+from mnemoproxy.proxy.chat.route import chat_completions
+from mnemoproxy.proxy.edge.access import Guard, caller, require_keys_off_loopback
+from mnemoproxy.proxy.edge.body_deadline import body_deadline
+from mnemoproxy.proxy.edge.errors import EXCEPTION_HANDLERS
+from mnemoproxy.proxy.edge.keys import KeyFile, keys_path
+from mnemoproxy.proxy.edge.metrics import CONTENT_TYPE, Metrics
+from mnemoproxy.proxy.edge.openapi import DescribedStructs
+from mnemoproxy.proxy.inspector.routes import INSPECTOR_ROUTES, answer_inspector_in_html
+from mnemoproxy.proxy.mcp.endpoint import LazyMcpEndpoint
+from mnemoproxy.proxy.relay.passthrough import FastRelay
+from mnemoproxy.proxy.relay.upstream import Upstream
 from mnemoproxy.proxy.services import Services
-from mnemoproxy.proxy.upstream import Upstream
 
 log = logging.getLogger("mnemoproxy")
 
@@ -75,7 +75,7 @@ async def health(
 
 @route("/metrics", http_method=["GET"], include_in_schema=False)
 async def metrics(services: NamedDependency[Services]) -> Response[bytes]:
-    """Prometheus' text format (proxy/metrics.py); admin keys only (it spans every agent)."""
+    """Prometheus' text format (proxy/edge/metrics.py); admin keys only (it spans every agent)."""
     memory = services.memory
     health = {**await memory.health(), **memory.activity()} if memory is not None else None
     return Response(services.metrics.exposition(health), media_type=CONTENT_TYPE)
@@ -154,7 +154,7 @@ def create_app(
         logging_config=None,
         debug=False,
     )
-    # Requests memory has no part in skip Litestar (proxy/fast_relay.py); they are
+    # Requests memory has no part in skip Litestar (proxy/relay/passthrough.py); they are
     # handed to it after the app's own ASGI entry, so lifespan and before_send still apply.
     app.asgi_handler = FastRelay(app.asgi_handler, guard, lambda: app.state.get("services"))
     return app

@@ -11,11 +11,11 @@ from mnemoproxy.config.settings import Settings
 from mnemoproxy.errors import MemoryDisabled
 from mnemoproxy.gate import ReadPath
 from mnemoproxy.memory import Memory
-from mnemoproxy.proxy.access import authorize
-from mnemoproxy.proxy.ids import normalised_id
-from mnemoproxy.proxy.keys import KeyFile
-from mnemoproxy.proxy.metrics import Metrics
-from mnemoproxy.proxy.upstream import Upstream
+from mnemoproxy.proxy.edge.access import authorize
+from mnemoproxy.proxy.edge.ids import normalised_id
+from mnemoproxy.proxy.edge.keys import KeyFile
+from mnemoproxy.proxy.edge.metrics import Metrics
+from mnemoproxy.proxy.relay.upstream import Upstream
 
 
 @dataclass

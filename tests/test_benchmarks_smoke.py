@@ -6,9 +6,10 @@ from __future__ import annotations
 
 import pytest
 
-from tests.benchmarks import bench_ingest, bench_read_path, eval_memory, locomo
+from tests.benchmarks import bench_ingest, bench_read_path, eval_memory
 from tests.benchmarks.blackbox import fenced_block
 from tests.benchmarks.report import markdown
+from tests.support import locomo
 
 
 def test_read_path_benchmark_times_memory_questions_and_plain_prompts() -> None:

@@ -11,11 +11,11 @@ from typing import Any
 import pytest
 
 from mnemoproxy.errors import DistillError
+from mnemoproxy.memory.core_model.client import Completion
 from mnemoproxy.memory.distill.llm import LLMDistiller
 from mnemoproxy.memory.distill.parse import DISTILLATION_SCHEMA, close_truncated
-from mnemoproxy.memory.model_server import Completion
 from mnemoproxy.memory.models import SessionInput, Turn
-from tests.test_llm_distiller import FakeCoreModel
+from tests.test_distill_llm import FakeCoreModel
 
 TURNS = [
     Turn("Can you explain how JSON schemas work?", "Sure. A schema describes..."),

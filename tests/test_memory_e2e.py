@@ -13,8 +13,8 @@ import httpx
 import pytest
 
 from mnemoproxy.gate import ReadPath
-from mnemoproxy.proxy.chat_memory import open_memory
-from tests.memory_client import (
+from mnemoproxy.proxy.chat.memory import open_memory
+from tests.support.memory_client import (
     memory_settings,
     post,
     sdk,
@@ -22,8 +22,8 @@ from tests.memory_client import (
     user_text_seen_upstream,
     wait_for,
 )
-from tests.proxy_server import ProxyServer
-from tests.test_sse import MALFORMED_DELTAS
+from tests.support.proxy_server import ProxyServer
+from tests.test_relay_sse import MALFORMED_DELTAS
 
 
 def test_chat_turns_become_facts_after_debounce(memory_proxy, fake_upstream):
@@ -603,7 +603,7 @@ def test_the_api_scope_words_are_memorys():
     from typing import get_args
 
     from mnemoproxy.memory import KINDS, SCOPES
-    from mnemoproxy.proxy.memory_api import Scope
+    from mnemoproxy.proxy.api.memory import Scope
 
     assert set(get_args(Scope)) == set(SCOPES)
     assert {kind for kinds in SCOPES.values() for kind in kinds} == set(KINDS)

@@ -15,11 +15,11 @@ from pathlib import Path
 import httpx
 import openai
 
-from tests.backends import store_url_for
-from tests.fake_upstream import FakeUpstream
-from tests.memory_client import memory_settings, post, search, wait_for
-from tests.ports import free_port
-from tests.proxy_server import ProxyServer
+from tests.support.backends import store_url_for
+from tests.support.fake_upstream import FakeUpstream
+from tests.support.memory_client import memory_settings, post, search, wait_for
+from tests.support.ports import free_port
+from tests.support.proxy_server import ProxyServer
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -112,7 +112,7 @@ def _serve(fake: FakeUpstream, data_dir: Path, port: int, debounce: int) -> subp
         [
             sys.executable,
             "-m",
-            "mnemoproxy.proxy.cli",
+            "mnemoproxy.proxy.cli.main",
             "serve",
             "--port",
             str(port),
@@ -183,8 +183,8 @@ def test_signals_pending_at_a_crash_are_distilled_after_restart(fake_upstream, t
 async def test_a_distillation_is_written_whole_or_not_at_all(tmp_path, monkeypatch):
     from mnemoproxy.memory import Memory, Turn
     from mnemoproxy.memory.embedders import HashingEmbedder
-    from mnemoproxy.memory.store import distillations
-    from tests.proxy_server import make_settings
+    from mnemoproxy.memory.store.conversations import distillations
+    from tests.support.proxy_server import make_settings
 
     settings = make_settings(data_dir=str(tmp_path), embedding_backend="hashing")
 
@@ -243,7 +243,7 @@ class SlowCore:
     async def respond(self, call):
         import asyncio as aio
 
-        from tests.fake_upstream import JsonReply, Reply
+        from tests.support.fake_upstream import JsonReply, Reply
 
         if call.model != "fake-core-model":
             return await Reply().respond(call)

@@ -64,7 +64,7 @@ NAMED = 0.9
 UNNAMED = 1.0
 UNNAMED_MARGIN = 0.05
 # A name in this share of the retrieved items is central to what memory holds on it; a
-# name the agent's memory says throughout (memory/common_terms.py) counts as 1.0.
+# name the agent's memory says throughout (memory/search/common_terms.py) counts as 1.0.
 CENTRAL_NAME_SHARE = 0.5
 THROUGHOUT = 1.0
 # A document chunk answers a question when it holds this share of the question's content

@@ -24,8 +24,8 @@ from mnemoproxy.memory.models import (
     ProcedureDraft,
     SessionInput,
 )
-from mnemoproxy.memory.redact import REDACTED
-from mnemoproxy.memory.words import WORD, content_words
+from mnemoproxy.memory.text.words import WORD, content_words
+from mnemoproxy.memory.write.redact import REDACTED
 
 log = logging.getLogger(__name__)
 

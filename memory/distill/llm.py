@@ -20,15 +20,15 @@ from typing import Any
 import jinja2
 
 from mnemoproxy.errors import DistillError, UpstreamTimeout
+from mnemoproxy.memory.core_model.client import Completion, CoreModel
 from mnemoproxy.memory.distill.grounding import ground
 from mnemoproxy.memory.distill.parse import (
     DISTILLATION_SCHEMA,
     distillation_schema,
     parse_distillation,
 )
-from mnemoproxy.memory.model_server import Completion, CoreModel
 from mnemoproxy.memory.models import Distillation, EpisodeDraft, FactDraft, SessionInput, Turn
-from mnemoproxy.memory.redact import looks_like_secret, redact_secrets
+from mnemoproxy.memory.write.redact import looks_like_secret, redact_secrets
 
 log = logging.getLogger(__name__)
 

@@ -1,5 +1,5 @@
 """The distiller contract: what a distiller does (the core model it may be given is
-memory/model_server.py's)."""
+memory/core_model/client.py's)."""
 
 from __future__ import annotations
 

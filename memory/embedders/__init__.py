@@ -12,12 +12,12 @@ from __future__ import annotations
 
 from mnemoproxy.config.settings import EMBEDDING_BACKENDS
 from mnemoproxy.errors import SettingError
+from mnemoproxy.memory.core_model.client import JsonClient
 from mnemoproxy.memory.embedders.base import Embedder, LocalEmbedder, l2_normalise
 from mnemoproxy.memory.embedders.hashing import HashingEmbedder
 from mnemoproxy.memory.embedders.minilm import MiniLMEmbedder
 from mnemoproxy.memory.embedders.remote import OpenAIEmbedder
 from mnemoproxy.memory.embedders.static import WordLlamaEmbedder
-from mnemoproxy.memory.model_server import JsonClient
 
 __all__ = [
     "Embedder",

@@ -1,4 +1,5 @@
-"""The embedding worker's batches computed in the helper process (memory/helper_process.py):
+"""The embedding worker's batches computed in the helper process
+(memory/background/helper_process.py):
 embedding every stored message is most of what an ingest costs after distillation, and in
 the proxy's process it would hold the GIL the requests need. The model is made again in
 the child from its backend's name (the same package, the same weights: the same vectors),
@@ -12,8 +13,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from mnemoproxy.memory.background.helper_process import HelperProcess
 from mnemoproxy.memory.embedders.base import LocalEmbedder, embeddable
-from mnemoproxy.memory.helper_process import HelperProcess
 
 # The backends whose batches go to the helper process: local models light enough to hold
 # twice. minilm is not one of them (its weights and activations would double a larger

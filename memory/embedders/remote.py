@@ -9,8 +9,8 @@ from typing import Any
 import numpy as np
 
 from mnemoproxy.errors import SettingError, UpstreamError
+from mnemoproxy.memory.core_model.client import JsonClient
 from mnemoproxy.memory.embedders.base import embeddable, l2_normalise
-from mnemoproxy.memory.model_server import JsonClient
 
 # Inputs per request: OpenAI accepts 2048, but many local servers cap lower, and a smaller
 # request fails (and is retried by the caller) more cheaply.

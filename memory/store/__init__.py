@@ -1,24 +1,17 @@
 """The memory store: every SQL statement of mnemoproxy lives here and in its mixins.
 
     store/
-    ├── __init__.py     Store: open/close, summaries, health
-    ├── db.py           the writer and reader connections
-    ├── schema.py       the migrations
-    ├── records.py      the rows handed back
-    ├── turns.py        transcript messages, pending signals
-    ├── sessions.py     agents, sessions, the processing log
-    ├── items.py        facts, episodes, entities, use counts
-    ├── distillations.py  one session's distillation, in one transaction
-    ├── retrieval.py    full-text candidates, item fetches, embedding rows
-    ├── threads.py      long threads: each session's running summary
-    ├── documents.py    documents (knowledge base) and their chunks
-    ├── procedures.py   procedures: the how-tos sessions taught
-    ├── claims.py       which process distils a session now (leases)
-    ├── shared.py       several processes on one data_dir: polls, vector sequence
-    ├── maintenance.py  consolidation's promotions, evictions, merges
-    ├── postgres.py     PostgreSQL (store_url): its connections, SQLite's dialect carried over
-    ├── pg_schema.py    PostgreSQL's migrations
-    └── pg_search.py    PostgreSQL's full-text ranking
+    ├── __init__.py      Store: open/close, summaries, health
+    ├── db.py            the writer and reader connections
+    ├── cipher.py        SQLCipher encryption at rest
+    ├── schema.py        SQLite's migrations
+    ├── records.py       the rows handed back
+    ├── claims.py        which process distils a session now (leases)
+    ├── shared.py        several processes on one store: polls, vector sequence
+    ├── conversations/   turns, sessions, distillations, long threads' summaries
+    ├── knowledge/       facts, episodes, entities, retrieval, documents, procedures
+    ├── management/      browsing and fixing by hand, forgetting, export/import, consolidation
+    └── postgres/        PostgreSQL (store_url): connections, dialect, schema, full-text ranking
 
 Every method takes the agent id and never touches another agent's rows. Writes go
 through the one writer connection; reads through the reader connection.
@@ -31,25 +24,25 @@ from pathlib import Path
 from typing import Any
 
 from mnemoproxy.errors import InvalidArgument, MemoryFailure, SettingError
-from mnemoproxy.memory.store import postgres
-from mnemoproxy.memory.store.browse import BrowseQueries
 from mnemoproxy.memory.store.cipher import Cipher
 from mnemoproxy.memory.store.claims import ClaimQueries
+from mnemoproxy.memory.store.conversations.distillations import DistillationQueries
+from mnemoproxy.memory.store.conversations.sessions import SessionQueries
+from mnemoproxy.memory.store.conversations.threads import ThreadQueries
+from mnemoproxy.memory.store.conversations.turns import TurnQueries
 from mnemoproxy.memory.store.db import PLAIN, Database, private_folder
-from mnemoproxy.memory.store.distillations import DistillationQueries
-from mnemoproxy.memory.store.documents import DocumentQueries
-from mnemoproxy.memory.store.forget import ForgetQueries
-from mnemoproxy.memory.store.items import ItemQueries
-from mnemoproxy.memory.store.maintenance import MaintenanceQueries
-from mnemoproxy.memory.store.pg_schema import PG_MIGRATIONS
-from mnemoproxy.memory.store.portable import PortableQueries
-from mnemoproxy.memory.store.procedures import ProcedureQueries
-from mnemoproxy.memory.store.retrieval import RetrievalQueries
+from mnemoproxy.memory.store.knowledge.documents import DocumentQueries
+from mnemoproxy.memory.store.knowledge.items import ItemQueries
+from mnemoproxy.memory.store.knowledge.procedures import ProcedureQueries
+from mnemoproxy.memory.store.knowledge.retrieval import RetrievalQueries
+from mnemoproxy.memory.store.management.browse import BrowseQueries
+from mnemoproxy.memory.store.management.forget import ForgetQueries
+from mnemoproxy.memory.store.management.maintenance import MaintenanceQueries
+from mnemoproxy.memory.store.management.portable import PortableQueries
+from mnemoproxy.memory.store.postgres import connections as postgres
+from mnemoproxy.memory.store.postgres.schema import PG_MIGRATIONS
 from mnemoproxy.memory.store.schema import MIGRATIONS, Migration
-from mnemoproxy.memory.store.sessions import SessionQueries
 from mnemoproxy.memory.store.shared import SharedQueries
-from mnemoproxy.memory.store.threads import ThreadQueries
-from mnemoproxy.memory.store.turns import TurnQueries
 
 
 class Store(

@@ -1,6 +1,6 @@
 """Store SQL for distillation claims: which process distils a session now.
 
-Replicas on one PostgreSQL database all distil (memory/write_path.py): each arms its own
+Replicas on one PostgreSQL database all distil (memory/write/pipeline.py): each arms its own
 debounce timers, and the first whose timer fires claims the session, a lease that runs
 until `until` and that its holder renews while it works. Another process meets the claim,
 and looks again once the lease would have run out: a holder that died (kill -9, a machine

@@ -171,7 +171,8 @@ class Database:
     """Owns the connections; store mixins build their SQL on `_write()`, `_read()` (several
     statements, one hop) and `_fetch*()`.
 
-    The statements are SQLite's; on PostgreSQL (`dialect` "postgres", memory/store/postgres.py)
+    The statements are SQLite's; on PostgreSQL (`dialect` "postgres",
+    memory/store/postgres/connections.py)
     the same calls run them translated, and the few that cannot be (full-text search,
     functions written in Python, the file itself) are written per dialect."""
 

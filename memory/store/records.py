@@ -12,7 +12,7 @@ from mnemoproxy.memory.models import Kind
 Role = Literal["user", "assistant"]
 # Where an item is stored: the table (facts hold both identity and pinned facts; a
 # "document" item is one chunk of a document). New types go last: the vector index keys
-# items by their type's position here (memory/vectors.py, at most 4 types).
+# items by their type's position here (memory/search/vectors.py, at most 4 types).
 ItemType = Literal["fact", "episode", "transcript", "document"]
 ITEM_TYPES: tuple[ItemType, ...] = ("fact", "episode", "transcript", "document")
 _TABLE_OF_KIND: dict[Kind, ItemType] = {

@@ -285,7 +285,7 @@ CREATE TABLE thread_summaries (
 """
 
 
-# Documents (a knowledge base per agent, memory/documents.py): each document's chunks are
+# Documents (a knowledge base per agent, memory/write/documents.py): each document's chunks are
 # items like messages, searched by BM25 over their text, heading path and the document's
 # title (kept on each chunk, so the FTS triggers need no join) and by their vectors. The
 # embeddings table is rebuilt to accept the new item type (SQLite cannot alter a CHECK);
@@ -365,7 +365,8 @@ CREATE INDEX embeddings_by_agent_model_type ON embeddings (agent_id, model, item
 """
 
 
-# Several processes on one data_dir (workers > 1, memory/ownership.py): each keeps its own
+# Several processes on one data_dir (workers > 1, memory/background/ownership.py): each keeps
+# its own
 # usearch indexes and learns of vectors another process stored by reading those newer
 # than the last it applied. vector_versions numbers every stored vector in commit order
 # (`seq`, from a counter that never goes back: rowids can, VACUUM renumbers the
@@ -473,7 +474,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     ("m002_full_text_search", _M002_FTS),
     # Consolidation raises a confirmed fact's salience once; promoted_at records that it did.
     ("m003_fact_promotion", "ALTER TABLE facts ADD COLUMN promoted_at REAL;"),
-    # A search scoped to facts or episodes reads just those vectors (see memory/search.py);
+    # A search scoped to facts or episodes reads just those vectors (see memory/search/hybrid.py);
     # the new index serves everything the old one did.
     ("m004_embeddings_by_type",
      "CREATE INDEX embeddings_by_agent_model_type ON embeddings (agent_id, model, item_type);"
@@ -490,7 +491,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     ("m008_fact_pinned_at", "ALTER TABLE facts ADD COLUMN pinned_at REAL;"),
     # Long threads (context_budget_tokens): each session's running summary of the turns
     # compressed out of its chat requests, reused while the same turns are sent again so
-    # the compressed prefix stays byte-stable (gate/threads.py). Keyed by the session key,
+    # the compressed prefix stays byte-stable (gate/threads/). Keyed by the session key,
     # as the chat route knows it before the session's first turn is stored.
     ("m009_thread_summaries", _M009_THREAD_SUMMARIES),
     # Documents: a knowledge base per agent, searched like the rest of memory.

@@ -1,4 +1,5 @@
-"""Store SQL for several processes sharing one data_dir (workers > 1, memory/ownership.py):
+"""Store SQL for several processes sharing one data_dir (workers > 1,
+memory/background/ownership.py):
 what the owner of the background work polls for, and what every process reads to keep its
 own vector indexes in step with the embeddings table (migration m011)."""
 

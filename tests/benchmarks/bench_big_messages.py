@@ -42,8 +42,8 @@ from typing import Any
 import httpx
 
 from tests.benchmarks.bench_proxy import percentile
-from tests.benchmarks.proc import cpu_seconds, fake_upstream_process, running_proxy
 from tests.benchmarks.seed import MEMORY_QUESTIONS, PLAIN_PROMPTS
+from tests.support.processes import cpu_seconds, fake_upstream_process, running_proxy
 
 CHARS = 100_000
 # Words a memory question asks about: the prose holds them, so search finds the paste.

@@ -24,7 +24,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from mnemoproxy.memory.consolidate import ConsolidationReport, consolidate
+from mnemoproxy.memory.background.consolidate import ConsolidationReport, consolidate
 from mnemoproxy.memory.store import Store
 from tests.benchmarks.bench_search import made_up_vocabulary
 from tests.benchmarks.report import publish

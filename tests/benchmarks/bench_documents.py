@@ -33,8 +33,8 @@ from typing import Any
 
 import httpx
 
-from tests.benchmarks.proc import proxy_process
-from tests.fake_upstream import FakeUpstream
+from tests.support.fake_upstream import FakeUpstream
+from tests.support.processes import proxy_process
 
 AGENT = "bench-docs"
 VICUNA = Path(__file__).resolve().parents[3] / "shared" / "eval-data" / "vicuna_questions.jsonl"

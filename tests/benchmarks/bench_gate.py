@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from mnemoproxy.gate.relevance import GateContext, HeuristicGate
-from mnemoproxy.gate.tokens import count_tokens, counting_exactly
+from mnemoproxy.gate.tokens.counter import count_tokens, counting_exactly
 
 LOCOMO = Path(__file__).resolve().parents[3] / "shared" / "eval-data" / "locomo10.json"
 P99_TARGET_MS = 1.0

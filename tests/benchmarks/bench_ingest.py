@@ -39,17 +39,17 @@ from typing import Any
 import aiohttp
 
 from mnemoproxy.memory.embedders import make_embedder
-from tests.backends import add_store_backend_argument, store_backend
 from tests.benchmarks.bench_embeddings import embedding_rate
 from tests.benchmarks.bench_proxy import percentile
-from tests.benchmarks.proc import (
+from tests.benchmarks.seed import TextMaker
+from tests.support.backends import add_store_backend_argument, store_backend
+from tests.support.processes import (
     cpu_seconds,
     fake_upstream_process,
     process_tree,
     resident_mib,
     running_proxy,
 )
-from tests.benchmarks.seed import TextMaker
 
 TARGET_TURNS_PER_S = 2000.0
 CONVERSATIONS_PER_AGENT = 5

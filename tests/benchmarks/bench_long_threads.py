@@ -38,9 +38,10 @@ from typing import Any
 
 import httpx
 
-from mnemoproxy.gate.threads import SUMMARY_CLOSE, message_tokens
-from tests.benchmarks.proc import proxy_process
-from tests.fake_upstream import FakeUpstream, Reply
+from mnemoproxy.gate.threads.summaries import SUMMARY_CLOSE
+from mnemoproxy.gate.threads.thread import message_tokens
+from tests.support.fake_upstream import FakeUpstream, Reply
+from tests.support.processes import proxy_process
 
 AGENT = "bench-thread-agent"
 SUMMARY = (

@@ -44,7 +44,7 @@ from typing import Any
 import aiohttp
 import httpx
 
-from mnemoproxy.proxy.workers import WORKER_HEADER_ENV
+from mnemoproxy.proxy.cli.workers import WORKER_HEADER_ENV
 from tests.benchmarks.bench_proxy import (
     compare,
     measure,
@@ -52,14 +52,14 @@ from tests.benchmarks.bench_proxy import (
     print_rows,
     proxied_requests,
 )
-from tests.benchmarks.proc import (
+from tests.benchmarks.seed import printed_progress, seed_data_dir
+from tests.support.processes import (
     cpu_seconds,
     fake_upstream_process,
     resident_mib_of,
     running_proxy,
     worker_pids,
 )
-from tests.benchmarks.seed import printed_progress, seed_data_dir
 
 AGENT = "bench-heavy-agent"
 CASES = {

@@ -27,9 +27,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from mnemoproxy.proxy.app import SWITCH_INTERVAL_SECONDS
-from mnemoproxy.proxy.chat_memory import open_memory
-from mnemoproxy.proxy.upstream import Upstream
-from tests.backends import add_store_backend_argument, store_backend
+from mnemoproxy.proxy.chat.memory import open_memory
+from mnemoproxy.proxy.relay.upstream import Upstream
 from tests.benchmarks.bench_proxy import percentile
 from tests.benchmarks.seed import (
     MEMORY_QUESTIONS,
@@ -37,7 +36,8 @@ from tests.benchmarks.seed import (
     printed_progress,
     seed_data_dir,
 )
-from tests.proxy_server import make_settings
+from tests.support.backends import add_store_backend_argument, store_backend
+from tests.support.proxy_server import make_settings
 
 AGENT = "bench-reader"
 TARGET_P50_MS = 10.0

@@ -23,13 +23,13 @@ from pathlib import Path
 from typing import Any
 
 from mnemoproxy.memory import Memory
+from mnemoproxy.memory.background.embedding_worker import content_hash
 from mnemoproxy.memory.embedders import LocalEmbedder, make_embedder
-from mnemoproxy.memory.embedding_worker import content_hash
-from mnemoproxy.memory.search import BM25_ONLY, DEFAULT_FUSION, Fusion
+from mnemoproxy.memory.search.hybrid import BM25_ONLY, DEFAULT_FUSION, Fusion
 from mnemoproxy.memory.store import Store
 from mnemoproxy.memory.store.records import TranscriptMessage
 from tests.benchmarks.report import publish
-from tests.proxy_server import make_settings
+from tests.support.proxy_server import make_settings
 
 RESULTS_FILE = Path(__file__).with_name("results") / "search.txt"
 AGENT = "bench-agent"

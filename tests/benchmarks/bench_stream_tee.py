@@ -1,4 +1,4 @@
-"""What reading a copy of a streamed reply costs the proxy (proxy/sse.py's StreamTee).
+"""What reading a copy of a streamed reply costs the proxy (proxy/relay/sse.py's StreamTee).
 
     python -m tests.benchmarks.bench_stream_tee
 
@@ -16,7 +16,7 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from mnemoproxy.proxy.sse import StreamTee
+from mnemoproxy.proxy.relay.sse import StreamTee
 
 READ_BYTES = 1400
 

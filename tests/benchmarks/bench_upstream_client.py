@@ -1,4 +1,4 @@
-"""CPU per relayed request of the upstream client: aiohttp as proxy/upstream.py uses it,
+"""CPU per relayed request of the upstream client: aiohttp as proxy/relay/upstream.py uses it,
 against the httpx API (over httpx-aiohttp's transport when installed, else httpx's own),
 each sending the same chat request to the fake upstream and reading the reply whole.
 
@@ -18,7 +18,7 @@ from typing import Any
 import aiohttp
 import httpx
 
-from tests.benchmarks.proc import fake_upstream_process
+from tests.support.processes import fake_upstream_process
 
 BODY = json.dumps({"model": "fake-model", "messages": [
     {"role": "user", "content": "What is the capital of France?"}]}).encode()

@@ -2,7 +2,7 @@
 
     python -m tests.benchmarks.eval_memory [--datasets longmemeval locomo generic]
         [--modes transcript distilled] [--limit N] [--setting NAME=VALUE ...] [--neighbour N]
-        [--out EVAL.md] [--dump blocks.jsonl]
+        [--out docs/results/eval.md] [--dump blocks.jsonl]
 
 For each mode (transcript only: `skip_extraction: true`; with distillation: the proxy's
 default distiller) and each dataset, a fresh proxy (`mnemoproxy serve`, a subprocess)
@@ -41,8 +41,6 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from tests.backends import add_store_backend_argument, store_backend
-from tests.benchmarks import locomo, longmemeval
 from tests.benchmarks.blackbox import (
     Asker,
     History,
@@ -54,7 +52,9 @@ from tests.benchmarks.blackbox import (
     running_proxy,
     wait_for_embeddings,
 )
-from tests.fake_upstream import FakeUpstream
+from tests.support import locomo, longmemeval
+from tests.support.backends import add_store_backend_argument, store_backend
+from tests.support.fake_upstream import FakeUpstream
 
 ROOT = Path(__file__).resolve().parents[2]
 VICUNA_PATH = ROOT.parent / "shared" / "eval-data" / "vicuna_questions.jsonl"
@@ -597,7 +597,8 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--neighbour", type=int, default=0, metavar="TURNS",
                         help="first ingest an agent of this many LongMemEval turns beside "
                              "the evaluated ones (isolation of their rankings)")
-    parser.add_argument("--out", default="EVAL.md", help="the Markdown report ('' for none)")
+    parser.add_argument("--out", default="docs/results/eval.md",
+                        help="the Markdown report ('' for none)")
     parser.add_argument("--dump", default="",
                         help="also write every question's block and verdicts (JSON Lines)")
     add_store_backend_argument(parser)

@@ -41,11 +41,11 @@ from typing import Any
 
 import httpx
 
-from tests.benchmarks import locomo, longmemeval
 from tests.benchmarks.blackbox import free_port, running_proxy
 from tests.benchmarks.eval_memory import load_average, machine, markdown_table
 from tests.benchmarks.llama_server import MODEL_ALIAS, ensure_model, ensure_server
-from tests.benchmarks.proc import process
+from tests.support import locomo, longmemeval
+from tests.support.processes import process
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 DEFAULT_CACHE = REPO_ROOT / ".cache" / "llama"
@@ -384,7 +384,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--longmemeval", default="2x4", help="QUESTIONSxSESSIONS (default 2x4)")
     parser.add_argument("--parallel", type=int, default=2,
                         help="llama-server slots: one for chat beside the distiller's")
-    parser.add_argument("--out", type=Path, default=REPO_ROOT / "EVAL-REAL.md")
+    parser.add_argument("--out", type=Path, default=REPO_ROOT / "docs" / "results" / "eval-real.md")
     args = parser.parse_args(argv)
 
     started, load_before = time.perf_counter(), load_average()

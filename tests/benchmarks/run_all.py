@@ -1,11 +1,11 @@
-"""Run every benchmark and write BENCHMARKS.md (this is `make bench`).
+"""Run every benchmark and write docs/results/benchmarks.md (this is `make bench`).
 
     python -m tests.benchmarks.run_all                # full set: 5-6 minutes on 2 shared cores
     python -m tests.benchmarks.run_all --quick        # small sizes: proves every script runs
-    python -m tests.benchmarks.run_all --out /tmp/BENCHMARKS.md
+    python -m tests.benchmarks.run_all --out /tmp/benchmarks.md
 
 Each benchmark's `main` runs in this process with the arguments listed in STAGES (chosen
-to keep the whole run short); the dicts they return become the tables of BENCHMARKS.md,
+to keep the whole run short); the dicts they return become the tables of benchmarks.md,
 with the machine, the load average and the exact commands. A benchmark that fails is
 reported in the file and makes the run exit non-zero; the others still run.
 """
@@ -31,7 +31,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from tests.benchmarks.report import markdown
 
 ROOT = Path(__file__).resolve().parents[2]
-DEFAULT_OUT = ROOT / "BENCHMARKS.md"
+DEFAULT_OUT = ROOT / "docs" / "results" / "benchmarks.md"
 
 
 @dataclass(frozen=True)

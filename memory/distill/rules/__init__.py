@@ -14,7 +14,7 @@ one, or the assistant's steps in answer to a how-to question. Public surface:
 
 spaCy's pipeline and matchers are not thread-safe, and a 50-turn session takes tens of
 milliseconds: the proxy's rule work (sessions, slots of the core model's drafts) runs in
-the helper process (memory/helper_process.py), one call at a time, beside the proxy
+the helper process (memory/background/helper_process.py), one call at a time, beside the proxy
 rather than under its GIL and never on the event loop.
 """
 
@@ -23,12 +23,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import date, datetime
 
+from mnemoproxy.memory.background.helper_process import HELPER_PROCESS
 from mnemoproxy.memory.distill.rules.episode import build_episode
 from mnemoproxy.memory.distill.rules.facts import FoundFact, find_facts, slot_for_statement
 from mnemoproxy.memory.distill.rules.procedures import find_procedures
-from mnemoproxy.memory.distill.rules.text import parse
-from mnemoproxy.memory.helper_process import HELPER_PROCESS
 from mnemoproxy.memory.models import Distillation, EpisodeDraft, FactDraft, SessionInput, Turn
+from mnemoproxy.memory.text.parsing import parse
 
 
 def _day(moment: datetime | None) -> date | None:

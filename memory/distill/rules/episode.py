@@ -12,8 +12,9 @@ from typing import TYPE_CHECKING
 
 from mnemoproxy.memory.distill.rules.facts import FoundFact
 from mnemoproxy.memory.distill.rules.lexicon import words
-from mnemoproxy.memory.distill.rules.text import MONTHS, WEEKDAYS, singular
+from mnemoproxy.memory.distill.rules.spans import singular
 from mnemoproxy.memory.models import EpisodeDraft
+from mnemoproxy.memory.text.parsing import MONTHS, WEEKDAYS
 
 if TYPE_CHECKING:
     from spacy.tokens import Doc, Span

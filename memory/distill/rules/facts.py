@@ -15,8 +15,9 @@ from mnemoproxy.lazy import LazyResource
 from mnemoproxy.memory.distill.rules import identity, pinned
 from mnemoproxy.memory.distill.rules.grammar import Rule, Trigger
 from mnemoproxy.memory.distill.rules.lexicon import HEDGES, QUESTION_OPENERS, words
-from mnemoproxy.memory.distill.rules.text import inside_quotes, parse, pipeline
+from mnemoproxy.memory.distill.rules.spans import inside_quotes
 from mnemoproxy.memory.models import FactDraft
+from mnemoproxy.memory.text.parsing import parse, pipeline
 
 if TYPE_CHECKING:
     from spacy.matcher import Matcher

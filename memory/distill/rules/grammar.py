@@ -17,7 +17,7 @@ from mnemoproxy.memory.distill.rules.lexicon import (
     TRAILING_FILLERS,
     UNFINISHED_ENDS,
 )
-from mnemoproxy.memory.distill.rules.text import is_clause_break
+from mnemoproxy.memory.distill.rules.spans import is_clause_break
 from mnemoproxy.memory.models import FactDraft
 
 if TYPE_CHECKING:

@@ -20,7 +20,7 @@ from mnemoproxy.memory.distill.rules.grammar import (
     word,
 )
 from mnemoproxy.memory.distill.rules.pinned import allergy_facts, list_items
-from mnemoproxy.memory.distill.rules.text import (
+from mnemoproxy.memory.distill.rules.spans import (
     is_clause_break,
     is_name_like,
     mostly_title_case,

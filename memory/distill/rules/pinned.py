@@ -6,7 +6,6 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from mnemoproxy.memory.distill.rules import lexicon as lex
-from mnemoproxy.memory.distill.rules.dates import rewrite_with_dates, without_dates
 from mnemoproxy.memory.distill.rules.grammar import (
     ADV,
     BE,
@@ -23,8 +22,9 @@ from mnemoproxy.memory.distill.rules.grammar import (
     word,
 )
 from mnemoproxy.memory.distill.rules.lexicon import PRONOUNS
-from mnemoproxy.memory.distill.rules.text import phrase_after, slot_key
+from mnemoproxy.memory.distill.rules.spans import phrase_after, slot_key
 from mnemoproxy.memory.models import FactDraft
+from mnemoproxy.memory.text.dates import rewrite_with_dates, without_dates
 
 if TYPE_CHECKING:
     from spacy.tokens import Doc, Span

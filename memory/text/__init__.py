@@ -1,0 +1,8 @@
+"""Text handling shared by search, the distillers and the gate: one place for words,
+stems, stop words, sentences and dates.
+
+    text/
+    ├── words.py     words, stop words and crude stems for comparing texts loosely
+    ├── parsing.py   the blank spaCy pipeline and its sentence starts
+    └── dates.py     time expressions and the dates they name
+"""

@@ -1,0 +1,72 @@
+"""What a chat request's messages say about the conversation: its turns and its session.
+
+A turn is one user message and the assistant reply that follows it; turn `i` is the
+conversation's i-th user message (0-based). Numbering by position in the history makes
+a retried or replayed request land on the same turn, so recording is idempotent.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from mnemoproxy.gate import message_text
+from mnemoproxy.proxy.relay.sse import AssistantReply
+
+
+@dataclass(frozen=True)
+class IndexedTurn:
+    index: int
+    user: str
+    assistant: str
+
+
+@dataclass(frozen=True)
+class Conversation:
+    """A request's messages as turns: the completed ones of its history (for backfill) and
+    the one being answered, whose `assistant` holds the steps taken so far (tool calls)
+    when the request continues after tool results."""
+
+    history: list[IndexedTurn]
+    current: IndexedTurn
+
+
+def read_conversation(messages: Sequence[dict[str, Any]]) -> Conversation:
+    history: list[IndexedTurn] = []
+    index = -1
+    user_text: str | None = None
+    replies: list[str] = []
+    for message in messages:
+        role = message.get("role")
+        if role == "user":
+            if user_text is not None:
+                history.append(IndexedTurn(index, user_text, "\n".join(replies)))
+            index += 1
+            user_text = message_text(message.get("content"))
+            replies = []
+        elif role == "assistant" and user_text is not None:
+            # Tool results are not kept: they are not what the user or assistant said.
+            calls = message.get("tool_calls")
+            step = AssistantReply(
+                message_text(message.get("content")),
+                [c for c in calls if isinstance(c, dict)] if isinstance(calls, list) else [],
+            ).as_text()
+            if step:
+                replies.append(step)
+    current = IndexedTurn(max(index, 0), user_text or "", "\n".join(replies))
+    return Conversation(history, current)
+
+
+def session_fingerprint(agent_id: str, messages: Sequence[dict[str, Any]]) -> str:
+    """A stable session key when the client sends no X-Session-Id: the same agent, system
+    prompt and opening user message mean the same conversation."""
+    system = next(
+        (message_text(m.get("content")) for m in messages if m.get("role") == "system"), ""
+    )
+    first_user = next(
+        (message_text(m.get("content")) for m in messages if m.get("role") == "user"), ""
+    )
+    digest = hashlib.sha256("\x1f".join((agent_id, system, first_user)).encode()).hexdigest()
+    return "fp-" + digest[:20]

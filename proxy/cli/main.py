@@ -1,0 +1,163 @@
+"""The `mnemoproxy` command: `serve` (settings from every source, then the app on uvicorn +
+uvloop), `keys add|list|revoke`, and the memory commands (proxy/cli/memory_commands.py)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from mnemoproxy.config.settings import SETTINGS_TABLE, Settings, describe_range, load_settings
+from mnemoproxy.errors import SettingError
+from mnemoproxy.proxy.cli.memory_commands import COMMANDS, add_commands, run
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="mnemoproxy", description="OpenAI-compatible memory proxy."
+    )
+    commands = parser.add_subparsers(dest="command")
+    serve = commands.add_parser("serve", help="serve the proxy (default 127.0.0.1:1337)")
+    serve.add_argument("--config", metavar="FILE", help="TOML settings file")
+    for f in SETTINGS_TABLE:
+        flag = "--" + f.name.replace("_", "-")
+        default_text = "***" if f.metadata["secret"] and f.default else repr(f.default)
+        serve.add_argument(
+            flag,
+            dest=f.name,
+            default=None,
+            metavar=f.name.upper(),
+            help=f"{f.metadata['help']} [default {default_text}; {describe_range(f)}]",
+        )
+    keys = commands.add_parser("keys", help="client and admin keys (stored hashed)")
+    keys.add_argument("--config", metavar="FILE", help="TOML settings file")
+    keys.add_argument("--keys-file", dest="keys_file", default=None, metavar="FILE")
+    keys.add_argument("--data-dir", dest="data_dir", default=None, metavar="DIR")
+    actions = keys.add_subparsers(dest="action", required=True)
+    add = actions.add_parser("add", help="create a key; it is printed once, only its hash kept")
+    add.add_argument("--agents", default=None, metavar="A,B",
+                     help="agent ids the key may use (default: any)")
+    add.add_argument("--admin", action="store_true",
+                     help="may use the memory and agent routes for every agent")
+    actions.add_parser("list", help="the keys (ids, agents, admin, created, revoked)")
+    revoke = actions.add_parser("revoke", help="revoke a key by its id")
+    revoke.add_argument("key_id")
+    evaluate = commands.add_parser(
+        "eval", help="measure memory quality through the API (make eval; a source checkout)",
+        add_help=False)
+    evaluate.add_argument("options", nargs=argparse.REMAINDER,
+                          help="tests/benchmarks/eval_memory.py's options (--help for them)")
+    mcp = commands.add_parser("mcp", help="memory's MCP tools over stdio, on data_dir")
+    mcp.add_argument("--config", metavar="FILE", help="TOML settings file")
+    mcp.add_argument("--data-dir", dest="data_dir", default=None, metavar="DIR")
+    add_commands(commands)
+    return parser
+
+
+def keys_command(args: argparse.Namespace) -> int:
+    from mnemoproxy.proxy.edge.ids import normalised_id
+    from mnemoproxy.proxy.edge.keys import KeyFile, keys_path
+
+    settings = load_settings(
+        cli={"keys_file": args.keys_file, "data_dir": args.data_dir}, config_file=args.config
+    )
+    keys = KeyFile(keys_path(settings.keys_file, settings.data_dir))
+    if args.action == "add":
+        agents = None if args.agents is None else tuple(
+            normalised_id(a.strip()) for a in args.agents.split(",") if a.strip())
+        key, secret = keys.add(agents=agents, admin=args.admin)
+        print(secret)
+        print(f"{key.id}: shown once; clients send it as their api_key (stored hashed in "
+              f"{keys.path})", file=sys.stderr)
+    elif args.action == "list":
+        for key in keys.all:
+            print(json.dumps(key.as_dict()))
+    elif keys.revoke(args.key_id) is None:
+        print(f"mnemoproxy: no active key {args.key_id!r} in {keys.path}", file=sys.stderr)
+        return 1
+    return 0
+
+
+def evaluate_memory(options: Sequence[str]) -> int:
+    """`mnemoproxy eval`: the memory evaluation (tests/benchmarks/eval_memory.py), which lives
+    with the tests in a source checkout (the package's root is the repository's)."""
+    root = Path(__file__).resolve().parents[2]
+    if not (root / "tests" / "benchmarks" / "eval_memory.py").is_file():
+        print("mnemoproxy: eval needs a source checkout of mnemoproxy (its tests/benchmarks)",
+              file=sys.stderr)
+        return 2
+    sys.path.insert(0, str(root))
+    from tests.benchmarks.eval_memory import main as evaluate
+
+    evaluate(list(options))
+    return 0
+
+
+def settings_from_args(args: argparse.Namespace) -> Settings:
+    cli: dict[str, Any] = {f.name: getattr(args, f.name) for f in SETTINGS_TABLE}
+    return load_settings(cli=cli, config_file=args.config)
+
+
+def serve(settings: Settings) -> None:
+    import uvicorn
+
+    from mnemoproxy.proxy.app import create_app
+    from mnemoproxy.proxy.edge.logs import configure_logging
+
+    configure_logging(settings.log_level, settings.log_format)
+    options: dict[str, Any] = {
+        "loop": "uvloop",
+        "http": "httptools",
+        "log_level": settings.log_level,
+        "log_config": None,  # uvicorn's records go through the handler configured above
+        "access_log": False,
+        # Clients talk to the proxy directly and nothing reads their address: uvicorn's
+        # X-Forwarded-* rewriting (on by default, trusting loopback) would only cost a
+        # layer per request and let any local client name another address.
+        "proxy_headers": False,
+        "timeout_graceful_shutdown": 15,
+    }
+    if settings.workers > 1:  # several processes on the one port (proxy/cli/workers.py)
+        from mnemoproxy.proxy.cli.workers import serve_workers
+
+        serve_workers(settings, **options)
+        return
+    app = create_app(settings)
+    uvicorn.run(app, host=settings.host, port=settings.port, **options)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    given = list(sys.argv[1:] if argv is None else argv)
+    if given[:1] == ["eval"]:  # every option after it is the evaluation's own
+        return evaluate_memory(given[1:])
+    parser = build_parser()
+    args = parser.parse_args(given)
+    if args.command is None:
+        parser.print_help()
+        return 0
+    try:
+        if args.command == "keys":
+            return keys_command(args)
+        if args.command in COMMANDS:
+            return run(args)
+        if args.command == "mcp":
+            import asyncio
+
+            from mnemoproxy.proxy.mcp.tools import serve_stdio
+
+            asyncio.run(serve_stdio(load_settings(cli={"data_dir": args.data_dir},
+                                                  config_file=args.config)))
+            return 0
+        settings = settings_from_args(args)
+        serve(settings)
+    except SettingError as exc:
+        print(f"mnemoproxy: {exc.message}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,1 @@
+"""What the tests and benchmarks share: servers, clients, data readers."""

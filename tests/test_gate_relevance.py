@@ -1,0 +1,427 @@
+"""The relevance gate: cues, the user's own life, calibrated evidence, the LLM gate, make_gate."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+import pytest
+
+from mnemoproxy.errors import SettingError
+from mnemoproxy.gate.relevance import (
+    AlwaysGate,
+    Evidence,
+    GateContext,
+    GateDecision,
+    HeuristicGate,
+    LLMGate,
+    Section,
+    make_gate,
+)
+from mnemoproxy.gate.relevance.llm import MAX_ANSWER_TOKENS
+from mnemoproxy.gate.relevance.scan import HEAD_CHARS, TAIL_CHARS
+from mnemoproxy.memory.core_model.client import Completion
+
+PETS = ("Luna", "Blue Lagoon", "Bob")
+
+# (message, expected section) decided by the message alone (no retrieval probe).
+CASES = [
+    # identity
+    ("What's my name?", "identity"),
+    ("whats my name", "identity"),
+    ("What’s my name?", "identity"),
+    ("Who am I?", "identity"),
+    ("Where do I live again?", "identity"),
+    ("Do you know where I work?", "identity"),
+    ("How old am I?", "identity"),
+    ("What do I do for a living?", "identity"),
+    ("what is my job", "identity"),
+    ("Do you know me?", "identity"),
+    ("Do you remember my name?", "identity"),
+    ("What do you know about me?", "identity"),
+    # transcript
+    ("What were my exact words?", "transcript"),
+    ("What did I say about the budget?", "transcript"),
+    ("What did I tell you when we met?", "transcript"),
+    ("Quote me on that.", "transcript"),
+    ("Repeat word for word what I told you", "transcript"),
+    ("Repeat what I said about the lease", "transcript"),
+    ("How did I phrase it?", "transcript"),
+    # earlier conversations and time
+    ("We discussed this already, right?", "episode"),
+    ("As we talked about, the deadline moved.", "episode"),
+    ("Remember when we planned the trip?", "episode"),
+    ("Do you remember the recipe?", "episode"),
+    ("Last time you suggested a different library.", "episode"),
+    ("What did I do last week?", "episode"),
+    ("What did I eat yesterday?", "episode"),
+    ("The other day I asked about Rust, any update?", "episode"),
+    ("What did you suggest earlier?", "episode"),
+    ("Previously, we agreed on Postgres.", "episode"),
+    ("Where did I go in March?", "episode"),
+    ("What did we do on Monday?", "episode"),
+    ("What did I buy a few days ago?", "episode"),
+    ("Let's pick up our last conversation.", "episode"),
+    # explicit recall verbs, and what the assistant said
+    ("Remind me what we planned for Saturday", "episode"),
+    ("Can you recall what I ordered?", "episode"),
+    ("Did I mention my trip to Oslo?", "episode"),
+    ("Remind me which wine I prefer", "pinned"),
+    ("What did you tell me about sourdough starters?", "episode"),
+    ("Which book did you recommend?", "episode"),
+    ("You mentioned me a podcast, which one was it?", "episode"),
+    # preferences and decisions
+    ("What do I like to eat?", "pinned"),
+    ("What's my favourite colour?", "pinned"),
+    ("Am I allergic to anything?", "pinned"),
+    ("What did we decide about the logo?", "pinned"),
+    ("How do I usually take my coffee?", "pinned"),
+    # the user's own past: what they did, have, or were given
+    ("How many bikes do I currently own?", "episode"),
+    ("Which show did I start watching first?", "episode"),
+    ("How long had I been a member when I attended the meetup?", "episode"),
+    ("Who gave me a new stand mixer as a birthday gift?", "episode"),
+    ("What is the order of the six museums I visited?", "episode"),
+    ("How many dozen eggs do we have left?", "episode"),
+    ("Did I ever finish that puzzle?", "episode"),
+    # nothing to recall, or nothing to decide without retrieval
+    ("What's 2 + 2?", "none"),
+    ("Write a haiku about autumn", "none"),
+    ("Rewrite your previous answer as a limerick", "none"),
+    ("Translate 'good morning' into French", "none"),
+    ("Explain how TCP works", "none"),
+    ("hi", "none"),
+    ("thanks!", "none"),
+    ("fix my code: def f(x): return x +", "none"),
+    ("Can you check my grammar? Their going home.", "none"),
+    ("Rewrite my essay to be shorter", "none"),
+    ("Can you fix my python code?", "none"),
+    ("Translate this word for word: je pense donc je suis", "none"),
+    ("Explain precision and recall", "none"),
+    ("What's the weather like in May?", "none"),
+    ("How many years ago did the dinosaurs die?", "none"),
+    ("Remind me to call mom at five", "none"),
+    ("Were earlier versions of Python slower?", "none"),
+    ("How do I center a div?", "none"),
+    ("How can I improve my time management skills?", "none"),
+    ("How is Luna doing?", "none"),  # a known name still needs evidence (below)
+    ("My sister is visiting next week.", "none"),  # a statement: memory is told, not asked
+    ("", "none"),
+]
+
+
+@pytest.mark.parametrize(("message", "expected"), CASES)
+async def test_heuristic_gate_sections(message: str, expected: str) -> None:
+    decision = await HeuristicGate().decide(message, GateContext(known_entities=PETS))
+    assert decision.section == expected, decision.reason
+    assert decision.inject == (expected != "none")
+
+
+def test_the_table_is_large_and_covers_every_section() -> None:
+    assert len(CASES) >= 40
+    assert {section for _, section in CASES} == {
+        "identity",
+        "pinned",
+        "episode",
+        "transcript",
+        "none",
+    }
+
+
+async def test_reasons_name_the_cue() -> None:
+    gate, context = HeuristicGate(), GateContext(known_entities=PETS)
+    assert (await gate.decide("what's my name", context)).reason == (
+        "identity question: 'what's my name'"
+    )
+    assert (await gate.decide("Which show did I start first?", context)).reason == (
+        "the user's own past: 'did i'"
+    )
+    assert (await gate.decide("Explain TCP", context)).reason == "no memory cue"
+
+
+# The agent's reference spread: ten prompts' nearest similarities, 0.20 to 0.38.
+REFERENCE = [0.20, 0.22, 0.24, 0.26, 0.28, 0.30, 0.32, 0.34, 0.36, 0.38]
+
+
+class Probe:
+    """Retrieval evidence of a fixed strength, recording the names it was asked about."""
+
+    def __init__(
+        self,
+        similarity: float,
+        *,
+        names: tuple[str, ...] = (),
+        name_share: float = 0.0,
+        delay: float = 0.0,
+        error: Exception | None = None,
+    ):
+        self.evidence = Evidence(similarity, REFERENCE, names, name_share)
+        self.delay, self.error = delay, error
+        self.asked: list[list[str]] = []
+
+    async def __call__(self, names) -> Evidence:
+        self.asked.append(list(names))
+        await asyncio.sleep(self.delay)
+        if self.error is not None:
+            raise self.error
+        held = [name for name in self.evidence.names if name in names]  # as memory would
+        return Evidence(self.evidence.similarity, REFERENCE, held, self.evidence.name_share)
+
+
+async def decide(message: str, probe: Probe, entities=PETS) -> GateDecision:
+    return await HeuristicGate().decide(
+        message, GateContext(known_entities=entities, probe=probe)
+    )
+
+
+def test_evidence_is_read_against_the_agents_own_spread() -> None:
+    assert Evidence(0.33, REFERENCE).beats(0.5)  # above the median (0.28)
+    assert not Evidence(0.33, REFERENCE).beats(0.9)  # below nine tenths (0.36)
+    assert Evidence(0.44, REFERENCE).beats(1.0, 0.05)
+    assert not Evidence(0.42, REFERENCE).beats(1.0, 0.05)
+    assert Evidence(0.1, ()).beats(1.0)  # an agent with no vectors yet: anything beats it
+
+
+@pytest.mark.parametrize(
+    "message",
+    [
+        "I'm planning a trip to Denver soon. Any suggestions on what to do there?",
+        "Can you recommend a show or movie for me to watch tonight?",
+        "I've been sneezing quite a bit lately. Could it be my living room?",
+        "Any tips for my trip to Lisbon?",
+    ],
+)
+async def test_the_users_own_situation_gets_memory_sized_by_the_evidence(message: str) -> None:
+    strong = await decide(message, Probe(0.37))
+    assert (strong.section, strong.confidence) == ("episode", "high"), strong.reason
+    weak = await decide(message, Probe(0.15))
+    assert (weak.section, weak.confidence) == ("episode", "low"), weak.reason
+
+
+@pytest.mark.parametrize(
+    "message",
+    [
+        "How can I improve my time management skills?",
+        "What's a good way to start running if I've never run before?",
+        "Give me ten ideas for a science fair project.",
+        "What if the Beatles had never formed as a band?",
+        "How many words are spoken daily on Earth? Try to explain your answer.",
+        "Write a poem about the sea.",
+    ],
+)
+async def test_requests_anyone_could_send_stay_quiet_on_ordinary_evidence(message: str) -> None:
+    decision = await decide(message, Probe(0.37, names=("Earth", "Beatles")))
+    assert decision.section == "none", decision.reason
+
+
+async def test_a_task_about_the_users_situation_needs_clear_evidence() -> None:
+    message = "Can you help me write a resignation letter to my current employer?"
+    assert (await decide(message, Probe(0.33))).section == "none"
+    clear = await decide(message, Probe(0.39))
+    assert (clear.section, clear.confidence) == ("episode", "medium")
+
+
+async def test_names_memory_holds_need_evidence_and_central_ones_less() -> None:
+    question = "When did Caroline go to the support group?"
+    assert (await decide(question, Probe(0.30, names=("Caroline",)))).section == "none"
+    central = await decide(question, Probe(0.30, names=("Caroline",), name_share=0.8))
+    assert (central.section, central.confidence) == ("episode", "medium")
+    named = await decide(question, Probe(0.37, names=("Caroline",)))
+    assert named.section == "episode" and "Caroline" in named.reason
+
+
+async def test_a_known_entity_needs_evidence_above_the_median() -> None:
+    assert (await decide("How is Luna doing?", Probe(0.25))).section == "none"
+    known = await decide("How is Luna doing?", Probe(0.30))
+    assert known.reason.startswith("a name memory knows: 'Luna'")
+    # As spelled: the lower-case word is not the name.
+    assert (await decide("Is luna a good name for a cat?", Probe(0.30))).section == "none"
+
+
+async def test_any_other_question_needs_to_stand_out_and_gets_a_small_block() -> None:
+    question = "What are the benefits of meditation?"
+    assert (await decide(question, Probe(0.40))).section == "none"
+    stands_out = await decide(question, Probe(0.50))
+    assert (stands_out.section, stands_out.confidence) == ("episode", "low")
+
+
+@pytest.mark.parametrize(
+    "message", ["Explain how TCP works", "I booked a hotel.", "Tell them the news"]
+)
+async def test_the_probe_is_only_asked_about_questions_and_requests(message: str) -> None:
+    probe = Probe(1.0)
+    decision = await decide(message, probe)
+    assert decision.section == "none"
+    assert probe.asked == []
+
+
+async def test_cues_answer_before_the_probe() -> None:
+    probe = Probe(0.0)
+    assert (await decide("What's my name?", probe)).section == "identity"
+    assert (await decide("How many bikes do I own?", probe)).section == "episode"
+    assert probe.asked == []
+
+
+async def test_the_probe_is_told_the_names_in_the_message() -> None:
+    probe = Probe(0.0)
+    await decide("Where is the painting 'Ethereal Dreams' by Emma Taylor hanging?", probe)
+    assert probe.asked == [["Ethereal Dreams", "Emma Taylor"]]
+
+
+async def test_a_failing_or_slow_probe_injects_nothing() -> None:
+    message = "I'm planning a trip, any suggestions?"
+    failed = await decide(message, Probe(1.0, error=RuntimeError("store closed")))
+    assert failed == GateDecision("none", "probe failed")
+
+    started = time.perf_counter()
+    slow = GateContext(probe=Probe(1.0, delay=5.0))
+    decision = await HeuristicGate(probe_timeout=0.05).decide(message, slow)
+    assert decision == GateDecision("none", "probe failed")
+    assert time.perf_counter() - started < 2.0
+
+
+FILLER = "Lorem ipsum dolor sit amet, consectetur adipiscing elit. " * 200  # ~11k characters
+
+
+@pytest.mark.parametrize(
+    ("message", "expected"),
+    [
+        ("What's my name? " + FILLER, "identity"),  # cue in the head
+        (FILLER + " What did I say about the budget?", "transcript"),  # cue in the tail
+        (FILLER[:5000] + " What's my name? " + FILLER[:5000], "none"),  # outside the window
+    ],
+)
+async def test_long_messages_are_scanned_at_head_and_tail(message: str, expected: str) -> None:
+    assert len(message) > HEAD_CHARS + TAIL_CHARS
+    decision = await HeuristicGate().decide(message, GateContext(known_entities=PETS))
+    assert decision.section == expected
+
+
+async def test_long_messages_stay_fast() -> None:
+    gate, message = HeuristicGate(), FILLER + " How is Luna?"
+    await gate.decide(message, GateContext(known_entities=PETS))  # loads spaCy
+    started = time.perf_counter()
+    for _ in range(10):
+        await gate.decide(message, GateContext(known_entities=PETS))
+    # Generous bound: a 2-core machine shared with other suites; typically ~1 ms each.
+    assert (time.perf_counter() - started) / 10 < 0.05
+
+
+async def test_entity_sets_do_not_leak_into_each_other() -> None:
+    assert (await decide("How is Luna?", Probe(0.30))).inject
+    assert not (await decide("How is Luna?", Probe(0.30), entities=("Max", "Rover"))).inject
+    rover = await decide("Did Rover eat?", Probe(0.30), entities=("Max", "Rover"))
+    assert rover.reason.startswith("a name memory knows: 'Rover'")
+
+
+async def test_always_gate_injects_everything_and_keeps_the_lexical_section() -> None:
+    gate, context = AlwaysGate(), GateContext(known_entities=PETS)
+    assert await gate.decide("What's 2 + 2?", context) == GateDecision(
+        "episode", "gate off: always inject"
+    )
+    identity = await gate.decide("Who am I?", context)
+    assert identity.section == "identity"
+    assert identity.reason.startswith("gate off: identity question")
+    assert (await gate.decide("What's my favourite colour?", context)).section == "pinned"
+
+
+class FakeCore:
+    """A core model that answers from a queue (an Exception is raised, a float is slept)."""
+
+    def __init__(self, *answers: str | Exception | float):
+        self.answers = list(answers)
+        self.calls: list[dict] = []
+
+    async def complete(
+        self,
+        messages: list[dict],
+        *,
+        json_schema: dict | None = None,
+        timeout: float | None = None,
+        max_tokens: int | None = None,
+    ) -> Completion:
+        self.calls.append(
+            {"messages": messages, "schema": json_schema, "timeout": timeout, "max": max_tokens}
+        )
+        answer = self.answers.pop(0)
+        if isinstance(answer, Exception):
+            raise answer
+        if isinstance(answer, float):
+            await asyncio.sleep(answer)
+            return Completion("identity")
+        return Completion(answer)
+
+
+LOW_CONFIDENCE = "What are the benefits of meditation?"  # stands out in memory: a small block
+
+
+async def llm_decide(core: FakeCore, message: str, probe: Probe | None = None) -> GateDecision:
+    context = GateContext(known_entities=PETS, probe=probe)
+    return await LLMGate(core, HeuristicGate(), timeout=0.5).decide(message, context)
+
+
+@pytest.mark.parametrize(
+    ("answer", "expected"),
+    [
+        ('{"needs_memory": true}', "episode"),
+        (" Yes.\n", "episode"),
+        ('{"needs_memory": false}', "none"),
+        ("no", "none"),
+    ],
+)
+async def test_llm_gate_arbitrates_an_unsure_block(answer: str, expected: Section) -> None:
+    core = FakeCore(answer)
+    decision = await llm_decide(core, LOW_CONFIDENCE, Probe(0.50))
+    assert decision.section == expected
+    assert decision.reason.startswith("llm: memory ")
+    assert decision.reason.endswith("(stands out in memory: nearest 0.50)")
+    (call,) = core.calls
+    assert call["messages"][-1] == {"role": "user", "content": LOW_CONFIDENCE}
+    assert "Luna" in call["messages"][0]["content"]
+    assert call["schema"]["properties"]["needs_memory"]["type"] == "boolean"
+    assert call["timeout"] == 0.5 and call["max"] == MAX_ANSWER_TOKENS
+
+
+@pytest.mark.parametrize(
+    ("message", "probe"),
+    [
+        ("What's my name?", None),  # a cue: sure
+        ("Write a haiku about autumn", Probe(0.50)),  # no reason for memory
+        ("What is 2+2?", Probe(0.20)),  # nothing stands out
+        ("Any tips for my trip to Lisbon?", Probe(0.37)),  # the user's situation, clear
+    ],
+)
+async def test_llm_gate_leaves_sure_decisions_alone(message: str, probe: Probe | None) -> None:
+    core = FakeCore('{"needs_memory": true}')
+    decision = await llm_decide(core, message, probe)
+    assert decision == await decide(message, probe or Probe(0.0))
+    assert core.calls == []
+
+
+@pytest.mark.parametrize(
+    ("answer", "why"),
+    [
+        ("I think it probably does", "unknown answer"),
+        ('{"needs_memory": "maybe"}', "unknown answer"),
+        (ConnectionError("refused"), "ConnectionError"),
+        (5.0, "timeout"),
+    ],
+)
+async def test_llm_gate_keeps_the_heuristics_decision_without_an_answer(
+    answer: str | Exception | float, why: str
+) -> None:
+    started = time.perf_counter()
+    decision = await llm_decide(FakeCore(answer), LOW_CONFIDENCE, Probe(0.50))
+    assert time.perf_counter() - started < 2.0
+    assert (decision.section, decision.confidence) == ("episode", "low")
+    assert decision.reason.startswith(f"llm unanswered ({why}")
+
+
+def test_make_gate_builds_each_mode() -> None:
+    assert isinstance(make_gate("off"), AlwaysGate)
+    assert isinstance(make_gate("heuristic"), HeuristicGate)
+    assert isinstance(make_gate("llm", core=FakeCore()), LLMGate)
+    with pytest.raises(SettingError, match="needs the core model"):
+        make_gate("llm")
+    with pytest.raises(SettingError, match="unknown relevance_gate_mode"):
+        make_gate("sometimes")

@@ -1,0 +1,307 @@
+"""The web inspector (/ui) in a real browser: Debian's chromium driven by Playwright against a
+real proxy on loopback, and its forms and pages over plain HTTP. A failing browser test
+leaves a screenshot of its page in test-results/."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import httpx
+import pytest
+from playwright.async_api import Page, async_playwright, expect
+
+from mnemoproxy.proxy.edge.keys import KeyFile
+from tests.support.memory_client import memory_settings
+from tests.support.proxy_server import ProxyServer
+
+SCREENSHOTS = Path(__file__).resolve().parent.parent / "test-results"
+
+
+def chromium() -> str:
+    found = os.environ.get("MNEMO_CHROMIUM") or shutil.which("chromium") or shutil.which(
+        "chromium-browser")
+    if not found:
+        pytest.fail("no chromium on PATH: `make test` installs Debian's (apt-get install "
+                    "chromium), or point MNEMO_CHROMIUM at one")
+    return found
+
+
+@pytest.fixture
+async def page(request: pytest.FixtureRequest) -> AsyncIterator[Page]:
+    """A page in the system's chromium (Playwright's own browser download is not used), with
+    the async API: it shares the test's event loop, where the sync API would hold one open
+    for the rest of the session."""
+    async with async_playwright() as playwright:
+        browser = await playwright.chromium.launch(executable_path=chromium())
+        opened = await browser.new_page()
+        yield opened
+        report = getattr(request.node, "rep_call", None)
+        if report is not None and report.failed:
+            SCREENSHOTS.mkdir(exist_ok=True)
+            await opened.screenshot(path=SCREENSHOTS / f"{request.node.name}.png",
+                                    full_page=True)
+        await browser.close()
+
+
+def ingest(url: str, agent: str, conversation: str, user: str, date: str,
+           headers: dict[str, str] | None = None) -> None:
+    answer = httpx.post(url + "/memory/ingest", headers=headers, json={
+        "agent_id": agent, "conversation_id": conversation, "session_date": date,
+        "turns": [{"user": user, "assistant": "Noted."}]})
+    assert answer.status_code == 200, answer.text
+
+
+async def test_looking_at_and_fixing_memory_in_a_browser(page: Page, memory_proxy: ProxyServer):
+    url = memory_proxy.url
+    ingest(url, "alice", "intro", "I am Alice, I work at Acme as a data engineer. "
+           "My cat is called Mia.", "2024-05-08")
+    ingest(url, "alice", "trip", "I am flying to Lisbon on Friday for a conference.",
+           "2024-06-02")
+
+    await page.goto(url + "/ui")
+    await expect(page.locator("#agents")).to_contain_text("alice")
+    await page.get_by_role("link", name="alice").click()
+    await expect(page.locator("h1")).to_have_text("alice")
+    await expect(page.locator("table.facts").first).to_contain_text("User has a cat named Mia")
+    await expect(page.locator("#sessions")).to_contain_text("trip")
+
+    # Search shows each result's score components.
+    await page.get_by_placeholder("search this memory").fill("Lisbon conference")
+    await page.get_by_role("button", name="Search").click()
+    await expect(page.locator("#results")).to_contain_text("flying to Lisbon")
+    await expect(page.locator("#results")).to_contain_text("bm25")
+
+    # The preview shows the block a message would get.
+    await page.go_back()
+    await page.get_by_placeholder("a message to the model").fill("what is my cat called?")
+    await page.get_by_role("button", name="Preview what is injected").click()
+    await expect(page.locator("#block")).to_contain_text("Mia")
+
+    # Add a fact, pin it, edit it (the old text stays as history), delete it.
+    await page.goto(url + "/ui/agents/alice")
+    await page.locator("summary", has_text="Add a fact").click()
+    await page.locator("textarea[name=content]").fill("User's passport expires in 2031.")
+    await page.get_by_role("button", name="Add fact").click()
+    await expect(page.get_by_role("status")).to_have_text("Fact added.")
+    row = page.locator("tr", has_text="User's passport expires in 2031.")
+    await row.get_by_role("button", name="Pin").click()
+    await expect(page.get_by_role("status")).to_contain_text("Fact pinned")
+    await expect(page.locator("tr", has_text="passport")).to_contain_text("pinned")
+    await page.get_by_role("link", name="User's passport expires in 2031.").click()
+    await page.locator("textarea[name=content]").fill("User's passport expires in 2033.")
+    await page.get_by_role("button", name="Save").click()
+    await expect(page.get_by_role("status")).to_have_text("Fact saved.")
+    await expect(page.locator("#content")).to_have_text("User's passport expires in 2033.")
+    await expect(page.locator("#history")).to_contain_text("2031")
+    await page.get_by_role("link", name="Delete this fact…").click()
+    await expect(page.locator("h1")).to_have_text("Delete this fact?")
+    await page.get_by_role("button", name="Delete fact").click()
+    await expect(page.get_by_role("status")).to_contain_text("Fact deleted")
+    facts = httpx.get(url + "/agents/alice/facts").json()["facts"]
+    assert not any("passport" in f["content"] for f in facts)
+
+    # Forgetting a session asks first; cancelling keeps it.
+    await page.locator("#sessions tr", has_text="trip").get_by_role("link", name="Forget").click()
+    await expect(page.locator("h1")).to_contain_text("Forget session")
+    await page.get_by_role("link", name="Cancel").click()
+    await expect(page.locator("h1")).to_contain_text("Session")
+    assert len(httpx.get(url + "/agents/alice/sessions").json()["sessions"]) == 2
+    await page.get_by_role("link", name="Forget this session…").click()
+    await page.get_by_role("button", name="Forget session").click()
+    await expect(page.get_by_role("status")).to_have_text("Session forgotten.")
+    await expect(page.locator("#sessions")).not_to_contain_text("trip")
+
+    await page.get_by_role("button", name="Consolidate now").click()
+    await expect(page.get_by_role("status")).to_have_text("Consolidation ran.")
+
+    await page.get_by_role("link", name="Forget this agent…").click()
+    await page.get_by_role("button", name="Forget agent").click()
+    await expect(page.get_by_role("status")).to_have_text("Agent forgotten.")
+    await expect(page.locator("main")).not_to_contain_text("alice")
+    assert httpx.get(url + "/agents/alice").status_code == 404
+
+    log = await page.goto(url + "/ui/agents/alice")
+    assert log is not None and log.status == 404  # an error page, not JSON
+    await expect(page.locator("[role=alert]")).to_contain_text("alice")
+
+
+async def test_documents_and_procedures_are_shown_and_deleted_in_a_browser(
+    page: Page, memory_proxy: ProxyServer
+):
+    url = memory_proxy.url
+    manual = b"# Kettle\n\nDescale the kettle every 6 weeks with citric acid."
+    httpx.post(url + "/agents/alice/documents", files={
+        "file": ("kettle.md", manual, "text/markdown")}).raise_for_status()
+    httpx.post(url + "/agents/alice/procedures", json={
+        "name": "Weekly backup", "applies_when": "on Fridays",
+        "steps": ["Plug in the disk", "Run the backup script"]}).raise_for_status()
+    await page.goto(url + "/ui/agents/alice")
+    await expect(page.locator("#documents")).to_contain_text("kettle")
+    await expect(page.locator("#procedures")).to_contain_text("Weekly backup")
+    await expect(page.locator("#procedures li")).to_have_text(
+        ["Plug in the disk", "Run the backup script"])
+
+    await page.locator("#documents tr", has_text="kettle").get_by_role(
+        "link", name="Delete").click()
+    await expect(page.locator("h1")).to_contain_text("Delete document")
+    await page.get_by_role("button", name="Delete document").click()
+    await expect(page.get_by_role("status")).to_contain_text("Document deleted")
+    await expect(page.locator("#documents")).not_to_contain_text("kettle")
+    assert httpx.get(url + "/agents/alice/documents").json()["documents"] == []
+
+    await page.locator("#procedures tr", has_text="Weekly backup").get_by_role(
+        "link", name="Delete").click()
+    await page.get_by_role("button", name="Delete procedure").click()
+    await expect(page.get_by_role("status")).to_have_text("Procedure deleted.")
+    assert httpx.get(url + "/agents/alice/procedures").json()["procedures"] == []
+
+
+async def test_the_inspector_signs_in_with_a_key_and_shows_only_its_agents(
+    page: Page, fake_upstream, tmp_path
+):
+    keys = KeyFile(tmp_path / "keys.json")
+    _, admin = keys.add(agents=None, admin=True)
+    _, dana_key = keys.add(agents=("dana",), admin=False)
+    _, chat_only = keys.add(agents=(), admin=False)
+    settings = memory_settings(fake_upstream, tmp_path, keys_file=str(keys.path))
+    with ProxyServer(settings) as server:
+        url = server.url
+        for agent in ("dana", "erin"):
+            ingest(url, agent, "c1", f"My name is {agent.title()}.", "2024-05-08",
+                   headers={"Authorization": f"Bearer {admin}"})
+
+        await page.goto(url + "/ui")
+        await expect(page).to_have_url(re.compile(r"/ui/login$"))
+        for wrong in ("mp-not-a-key", chat_only):
+            await page.get_by_label("API key").fill(wrong)
+            await page.get_by_role("button", name="Sign in").click()
+            await expect(page.get_by_role("alert")).to_contain_text("not accepted")
+
+        await page.get_by_label("API key").fill(dana_key)
+        await page.get_by_role("button", name="Sign in").click()
+        await expect(page.locator("#agents")).to_contain_text("dana")
+        await expect(page.locator("#agents")).not_to_contain_text("erin")
+        refused = await page.goto(url + "/ui/agents/erin")
+        assert refused is not None and refused.status == 403
+        await page.goto(url + "/ui/agents/dana")
+        await expect(page.locator("h1")).to_have_text("dana")
+        # The cookie opens the inspector's pages only, not the JSON routes.
+        assert (await page.request.get(url + "/agents/dana")).status == 401
+
+        await page.get_by_role("button", name="Sign out").click()
+        await expect(page).to_have_url(re.compile(r"/ui/login$"))
+        await page.goto(url + "/ui/agents/dana")
+        await expect(page).to_have_url(re.compile(r"/ui/login$"))
+
+
+def test_inspector_forms_are_refused_from_other_sites_and_pages_run_no_script(memory_proxy):
+    url = memory_proxy.url
+    ingest(url, "alice", "c1", "My cat is called Mia.", "2024-05-08")
+    form = {"content": "User is evil.", "kind": "pinned"}
+    cross_site = httpx.post(url + "/ui/agents/alice/facts", data=form,
+                            headers={"Origin": "http://evil.example"})
+    assert cross_site.status_code == 403
+    same_site = httpx.post(url + "/ui/agents/alice/facts", data=form,
+                           headers={"Origin": url})
+    assert same_site.status_code == 303
+    assert httpx.post(url + "/agents/alice/facts", data=form).status_code == 415  # JSON only
+    page = httpx.get(url + "/ui/agents/alice")
+    assert "script-src" not in page.headers["content-security-policy"]
+    assert "default-src 'none'" in page.headers["content-security-policy"]
+    assert "<script" not in page.text
+    bad = httpx.post(url + "/ui/agents/alice/facts", data={"content": "x", "salience": "2"})
+    assert bad.status_code == 400 and "salience" in bad.text
+    assert httpx.post(url + "/ui/agents/alice/facts", data={"content": " "}).status_code == 400
+    missing = httpx.get(url + "/ui/agents/alice/facts/99999999999999999999")
+    assert missing.status_code in (400, 404)
+
+
+def test_no_inspector_page_or_form_reaches_another_agents_memory(fake_upstream, tmp_path):
+    keys = KeyFile(tmp_path / "keys.json")
+    _, admin = keys.add(agents=None, admin=True)
+    dana, _ = keys.add(agents=("dana",), admin=False)
+    settings = memory_settings(fake_upstream, tmp_path, keys_file=str(keys.path))
+    from mnemoproxy.proxy.app import create_app
+
+    pages = sorted({(route.path, method) for route in create_app(settings).routes
+                    if route.path.startswith("/ui/agents/")
+                    for method in route.methods if method in ("GET", "POST")})
+    assert len(pages) >= 15  # every page and form of an agent, found from the app itself
+    with ProxyServer(settings) as server:
+        url = server.url
+        ingest(url, "erin", "c1", "My name is Erin. My cat is called Mia.", "2024-05-08",
+               headers={"Authorization": f"Bearer {admin}"})
+        before = httpx.get(url + "/agents/erin/export",
+                           headers={"Authorization": f"Bearer {admin}"}).text
+        as_dana = httpx.Client(base_url=url, cookies={"mnemoproxy_key": keys.session_token(dana)},
+                               headers={"Origin": url})
+        for path, method in pages:
+            concrete = re.sub(r"\{agent_id[^}]*\}", "erin", path)
+            concrete = re.sub(r"\{\w+:int\}", "1", concrete)
+            answer = as_dana.request(method, concrete, params={"q": "cat", "message": "cat"},
+                                     data={"content": "x"} if method == "POST" else None)
+            assert answer.status_code == 403, (method, concrete, answer.status_code)
+        after = httpx.get(url + "/agents/erin/export",
+                          headers={"Authorization": f"Bearer {admin}"}).text
+        assert after == before
+
+
+def test_the_sign_in_cookie_is_a_session_token_not_the_key(fake_upstream, tmp_path):
+    keys = KeyFile(tmp_path / "keys.json")
+    _, admin = keys.add(agents=None, admin=True)
+    with ProxyServer(memory_settings(fake_upstream, tmp_path, keys_file=str(keys.path))) as s:
+        signed_in = httpx.post(s.url + "/ui/login", data={"key": admin},
+                               headers={"Origin": s.url})
+        assert signed_in.status_code == 303
+        token = signed_in.cookies["mnemoproxy_key"]
+        assert admin not in signed_in.headers["set-cookie"] and token
+        # The token opens the inspector, and nothing else.
+        page = httpx.get(s.url + "/ui", cookies={"mnemoproxy_key": token})
+        assert page.status_code == 200 and "Agents" in page.text
+        assert httpx.get(s.url + "/agents", headers={
+            "Authorization": f"Bearer {token}"}).status_code == 401
+        forged = token[:-4] + ("0000" if not token.endswith("0000") else "1111")
+        assert httpx.get(s.url + "/ui", cookies={"mnemoproxy_key": forged}).status_code == 303
+
+
+def test_inspector_edge_cases(memory_proxy):
+    url = memory_proxy.url
+    ui = httpx.Client(base_url=url, headers={"Origin": url})
+    # Saving a fact's form with its text untouched keeps the fact (a textarea sends CRLF).
+    added = httpx.post(url + "/agents/carol/facts", json={
+        "content": "User's plants:\nbasil\nmint", "salience": 0.73}).json()
+    saved = ui.post(f"/ui/agents/carol/facts/{added['id']}", data={
+        "content": "User's plants:\r\nbasil\r\nmint ", "salience": "0.73", "pinned": "true"})
+    assert saved.status_code == 303 and saved.headers["location"].startswith(
+        f"/ui/agents/carol/facts/{added['id']}?")
+    fact = httpx.get(f"{url}/agents/carol/facts/{added['id']}").json()
+    assert fact["status"] == "current" and fact["pinned"] and fact["salience"] == 0.73
+
+    # An agent id holding a slash is one agent, not a path.
+    ingest(url, "alice/forget", "c1", "My cat is called Mia.", "2024-05-08")
+    listing = ui.get("/ui").text
+    link = re.search(r'href="(/ui/agents/alice[^"]*)"', listing)
+    assert link is not None and "%252F" in link[1]
+    page = ui.get(link[1])
+    assert page.status_code == 200 and "<h1>alice/forget</h1>" in page.text
+
+    # Sessions and episodes page on like facts.
+    for n in range(3):
+        ingest(url, "dora", f"c{n}", f"Note number {n}.", f"2024-05-0{n + 1}")
+    sessions = httpx.get(url + "/agents/dora/sessions").json()["sessions"]
+    later = ui.get("/ui/agents/dora", params={"sessions_cursor": sessions[0]["id"]}).text
+    assert "c0" not in re.sub(r"<h2>Episodes.*?</table>", "", later, flags=re.S)
+    assert "c1" in later and "c2" in later
+
+    # Errors under /ui are pages too; nothing is done for an agent memory never saw.
+    for method, path, status in (("POST", "/ui/agents/nobody/consolidate", 404),
+                                 ("GET", "/ui/agents/alice/nowhere", 404),
+                                 ("PUT", "/ui/agents/dora/facts", 405)):
+        answer = ui.request(method, path)
+        assert answer.status_code == status, (path, answer.status_code)
+        assert answer.headers["content-type"].startswith("text/html"), path
+    assert httpx.get(url + "/agents/nobody").status_code == 404

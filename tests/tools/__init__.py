@@ -1,0 +1,1 @@
+"""Scripts run by hand: generated files and whole-data checks."""
