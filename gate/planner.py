@@ -32,9 +32,8 @@ from mnemoproxy.memory import Fact, Kind, SearchResult
 
 TEMPLATES = Path(__file__).parent / "templates"
 
-# Most tokens one message or summary contributes: a sentence or two. Measured on the
-# LongMemEval and LoCoMo dev data (evidence in an 800-token block): 25 tokens cut answers
-# short, 55 and more fit fewer pieces of evidence.
+# Most tokens one message or summary contributes: a sentence or two, enough for an answer
+# and short enough that the block holds many pieces of evidence.
 EXCERPT_TOKENS = 50
 # A document chunk (150-300 tokens) contributes a longer excerpt: a passage of reference
 # text says less per sentence than a chat line (see tests/benchmarks/bench_documents.py).

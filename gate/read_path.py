@@ -22,9 +22,7 @@ from mnemoproxy.memory import CoreModel, Fact, Kind, SearchResult
 # Of the block's budget, how much a decision of each confidence may fill: a weak signal
 # gets the best items, not a full block of maybe-related memory. Weak signals are mostly
 # requests for suggestions ("any tips for my commute?") whose answer is a preference said
-# in passing, rarely the best match. Measured with make eval's LongMemEval questions, a
-# third of the budget -> three fifths: preference evidence .750 -> .817, all types
-# .891 -> .911, 743 -> 759 tokens a block (the whole budget: .913, 783 tokens).
+# in passing, rarely the best match, so a weak block still needs room for several items.
 BUDGET_SHARE = {"high": 1.0, "medium": 1.0, "low": 0.6}
 # How many of the best retrieved items a name's share is counted over.
 NAME_SHARE_ITEMS = 20
@@ -219,7 +217,7 @@ class ReadPath:
         identity = await self.memory.identity_facts(agent_id)
         budget = round(self.planner.budget * BUDGET_SHARE[decision.confidence])
         found = await results()
-        # The plan (excerpts, token counts, the render: ~4 ms at 100k items) is the read's
+        # The plan (excerpts, token counts, the render) is the read's
         # largest stretch of pure Python: on a thread the event loop gets the interpreter
         # back within its switch interval and relays other requests meanwhile.
         block = await asyncio.to_thread(functools.partial(

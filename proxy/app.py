@@ -83,10 +83,8 @@ async def metrics(services: NamedDependency[Services]) -> Response[bytes]:
 
 # How long a thread holding the interpreter may run before one that waits gets it (Python's
 # default: 5 ms). The event loop waits on memory reads' threads (the plan, SQLite, vector
-# search) for up to this long before it can relay another request. With the plan on a
-# thread and 1 ms, the loop's p99 stall while 4 memory reads of a 100k-item agent ran went
-# from 8.5-9.7 ms to 4.0-5.8 (4 interleaved pairs; bench_read_path measures it); the
-# reads' own CPU did not change beyond noise.
+# search) for up to this long before it can relay another request; 1 ms keeps those
+# stalls short without costing the reads CPU (bench_read_path measures the stall).
 SWITCH_INTERVAL_SECONDS = 0.001
 
 

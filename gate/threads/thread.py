@@ -90,9 +90,8 @@ class Thread:
 
 # A thread holding more text than this is read (its messages counted) on a thread, not on
 # the event loop. Counts are remembered, but a text seen for the first time is counted in
-# full: ~2.4 ms per 1,000 characters of one unbroken piece (a pasted blob), so a 300k
-# paste held every other request for a second. Shorter threads stay on the loop, where a
-# hop to a thread would cost more than their (mostly remembered) counts.
+# full, and a pasted blob of one unbroken piece is slow to count. Shorter threads stay on
+# the loop, where a hop to a thread would cost more than their (mostly remembered) counts.
 COUNT_OFF_LOOP_CHARS = 20_000
 
 

@@ -54,9 +54,8 @@ STOP_SECONDS = 10.0
 IDLE_SECONDS = 120.0
 # A child whose own memory (anonymous resident pages) passes this is replaced after its
 # call. It grows with every new word form it meets: spaCy's vocabulary keeps one entry per
-# form, with no bound, ~70 MiB more after distilling the 36k turns of the LoCoMo and
-# LongMemEval data, so a child kept busy for weeks would only grow. A new one costs a
-# second or two of CPU and starts at ~80 MiB.
+# form, with no bound, so a child kept busy for weeks would only grow; a new one costs a
+# second or two of CPU.
 MEMORY_LIMIT_MIB = 300.0
 # How often, at most, the child's size is looked at after a call: a bulk import makes
 # hundreds of calls a second, and reading /proc for each was a few percent of its CPU.

@@ -16,8 +16,7 @@ MAX_EMBED_CHARS = 8000
 
 
 # Words whose pieces a tokenizer remembers. The library's default (10,000) grew the helper
-# process by ~45 MiB over a bulk import and made it no faster: embedding 40k chat messages
-# ran at 24-28k texts/s of CPU with a cache of 1,000 or 10,000 words alike.
+# process over a bulk import and made it no faster.
 TOKENIZER_CACHE_WORDS = 1000
 
 

@@ -150,8 +150,7 @@ def _attention(x: np.ndarray, layer: BertLayer, mask_bias: np.ndarray, heads: in
     qkv = x.reshape(-1, hidden) @ layer.qkv_weight
     qkv += layer.qkv_bias
     # (batch, length, 3, heads, head_dim) -> three contiguous (batch, heads, length, head_dim)
-    # arrays. Measured: stacked matmul over the strided views was up to 5x slower with two
-    # BLAS threads and no faster with one; einsum was 3-10x slower, or on par with optimize=True.
+    # arrays: matmul over the strided views, or einsum, is much slower.
     q, k, v = np.ascontiguousarray(
         qkv.reshape(batch, length, 3, heads, hidden // heads).transpose(2, 0, 3, 1, 4)
     )

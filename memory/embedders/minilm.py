@@ -32,8 +32,7 @@ MINILM_SHA256 = "53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9d
 # sentence_bert_config.json: the model was trained on at most 256 word pieces.
 MAX_TOKENS = 256
 # Texts are sorted by length and cut into batches of at most this many padded tokens.
-# Measured on 2 busy cores: 512-1024 is the sweet spot (about 10% faster than 4096, whose
-# activations fall out of cache), and the attention scores stay a few MB.
+# Larger batches' activations fall out of cache, and the attention scores stay small.
 TOKENS_PER_BATCH = 1024
 
 # BLAS threads for the forward pass. One, because the embedder runs beside the event loop

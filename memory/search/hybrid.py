@@ -44,42 +44,25 @@ SECONDS_PER_DAY = 86_400.0
 RECENCY_WEIGHT = 0.5
 DEFAULT_MMR_LAMBDA: float | None = None
 FETCH_MARGIN = 10
-# Measured on the LoCoMo and LongMemEval dev data (evidence in the block): 0.2 / 0.3 /
-# 0.4 / 0.6 gave LoCoMo .762 / .767 / .769 / .764 and LongMemEval .885 / .882 / .881 /
-# .868, against .741 / .892 without.
+# A conversation that matches in several places lifts its other lines by this share of
+# its best other score: the answer often shares no word with the question.
 SESSION_LIFT = 0.3
 # A message is also judged by the ones said just before and after it: an answer ("they
 # make me feel calm") sits next to the line that names its subject ("do you like having
 # turtles?"). The neighbours of the best NEIGHBOUR_SOURCES messages become candidates (a
 # neighbour found by neither half starts at 0, and its session lifts it like any
 # candidate), and each such pair lends NEIGHBOUR_LIFT of its score to the other. The read
-# path asks for this (`neighbours=True`); a plain search returns matches only. Measured
-# with make eval (evidence in the block, mean): LoCoMo .767 -> .778 (with distillation
-# .764 -> .776), LongMemEval .894 -> .894 (.895 -> .894). In-process on the same data, a
-# lift of 0.05 / 0.1 / 0.2 / 0.35 gave LoCoMo .780 / .782 / .778 / .779, 10 / 20 / 30 / 60
-# sources .782 / .782 / .781 / .780; a stronger lift for the reply to a line ending in "?"
-# (0.3) LoCoMo +.004 but LongMemEval -.011.
+# path asks for this (`neighbours=True`); a plain search returns matches only.
 NEIGHBOUR_LIFT = 0.1
 NEIGHBOUR_SOURCES = 20
 # A name most of the agent's memory says ("When did Melanie go to the park?" in a history
 # of Melanie's conversations) is taken out of the search (common_terms.py), yet the question
-# is about that person: an item that names them gains NAME_LIFT. Measured in-process on the
-# make eval data (evidence in the block, mean): 0 / 0.1 / 0.2 / 0.3 / 0.4 / 0.5 gave LoCoMo
-# .778 / .790 / .798 / .804 / .807 / .809 (with distillation .776 -> .801 / .807 at 0.3 /
-# 0.4), up in 9 of its 10 conversations and down in none; LongMemEval, whose questions
-# rarely name anyone, .894 at each. Past 0.4 the name acts as a filter for no more gain.
-# (Which weekday "today" falls on moves these by up to .003: make eval two days later gave
-# .807, with distillation .804.) A line that only speaks *to* the person ("Thanks,
-# Caroline!", "Wow Mel, ...") is not about them and gains nothing (`_naming`): LoCoMo
-# .807 -> .815, with distillation .804 -> .813 (multi-hop .570 -> .596), LongMemEval
-# unchanged; it also keeps an assistant that greets its user by name in every reply from
-# lifting those replies over what the user said.
+# is about that person: an item that names them gains NAME_LIFT (more would make the name a
+# filter). A line that only speaks *to* the person ("Thanks, Caroline!") is not about them
+# and gains nothing (`_naming`), so a reply that greets the user by name is not lifted.
 NAME_LIFT = 0.4
 # A question that names a time ("on May 3, 2023", "last weekend", "two weeks ago";
-# memory/search/periods.py) lifts what was said in that period. Measured with make eval (evidence
-# in the block, mean; LoCoMo's questions name dates of its history and are moved with it):
-# 0 / 0.3 / 0.6 / 1.0 gave LoCoMo .817 / .824 / .822 / .820, its 194 questions that name a
-# date .819 -> .873 at 0.3, the others unchanged; LongMemEval .911 at 0 and 0.3.
+# memory/search/periods.py) lifts what was said in that period.
 PERIOD_LIFT = 0.3
 
 @dataclass(frozen=True)
@@ -87,10 +70,8 @@ class Fusion:
     """How candidates are found and BM25 and vector scores combined (benchmarks vary it;
     callers keep the defaults)."""
 
-    # Measured on the LongMemEval and LoCoMo dev data as evidence inside the 800-token
-    # block (make eval; 0.25 / 0.4 / 0.55 / 0.65 / 0.75 gave LoCoMo .722 / .736 / .741 /
-    # .738 / .726 and LongMemEval .851 / .861 / .892 / .892 / .877), once words common to
-    # an agent's memory stopped dominating both halves (memory/search/common_terms.py).
+    # Vectors carry a little more than words once common words are out of both halves
+    # (docs/results/tuning.md has the sweep).
     vector_weight: float = 0.55  # 0: BM25 only; 1: vectors only
     pool: int = 100  # candidates taken from each source before fusing
     match_budget: int = MATCH_BUDGET

@@ -18,18 +18,15 @@ MAX_TERMS = 48
 # document, so a term found in more documents than this is left out when the query has
 # rarer ones (see affordable_terms); when it has not, the documents holding
 # every term are scored, or else the latest matches (store/retrieval.py, bm25_candidates).
-# Ranking is exact while no query term matches more documents than this. Measured with
-# tests/benchmarks/bench_search.py, bench_read_path.py (latency at 100k items),
-# bench_retrieval.py --haystack and eval_memory.py (recall).
+# Ranking is exact while no query term matches more documents than this.
 MATCH_BUDGET = 500
-# The terms of one query together may match this many times a term's budget: measured on
-# LoCoMo (make eval), a budget on the sum alone dropped informative terms in mid-sized
-# stores (in-block evidence recall 0.635 -> 0.618); twice it cost 0.004.
+# The terms of one query together may match this many times a term's budget: a budget on
+# the sum alone dropped informative terms in mid-sized stores.
 TOTAL_BUDGETS = 2
 _WORD = re.compile(r"\w+")
 
 # Function words that match nearly every message: dropping them cuts BM25 noise and the
-# cost of the OR query (see tests/benchmarks/bench_retrieval.py for the measurement).
+# cost of the OR query.
 STOP_WORDS = frozenset(
     """
     a about above after again against all am an and any are as at be because been before

@@ -41,8 +41,8 @@ WRITER_BUSY_TIMEOUT_MS = 120_000
 OPEN_LOCK_FILE = "open.lock"
 # Reads go through a memory map of the database file instead of SQLite's own page cache
 # (2 MB by default): at 100k items the file is ~170 MB, and a search that looks up a
-# thousand rows paid a system call per evicted page, three times the cost of the query
-# (tests/benchmarks/bench_search.py). Address space, not memory: the kernel's page cache
+# thousand rows paid a system call per evicted page, more than the query itself.
+# Address space, not memory: the kernel's page cache
 # backs the map and can drop it under pressure.
 MMAP_BYTES = 1 << 30
 PLAIN = Cipher()

@@ -124,8 +124,7 @@ CREATE TABLE processing_log (
 CREATE INDEX processing_log_by_agent ON processing_log (agent_id, at);
 """
 
-# External-content FTS5 mirrors. Porter stemming measured better than plain unicode61 on
-# LoCoMo evidence recall (see tests/benchmarks/bench_retrieval.py).
+# External-content FTS5 mirrors, Porter-stemmed: "careers" meets "career".
 # A changed or deleted item also loses its vectors, so the embedding worker re-embeds it.
 _M002_FTS = """
 CREATE VIRTUAL TABLE facts_fts USING fts5(
@@ -225,8 +224,7 @@ INSERT OR IGNORE INTO embedding_queue SELECT 'episode', id FROM episodes b
 # BM25 per agent: each FTS row also holds its agent as one token (`agent_token` in
 # retrieval.py: "g" + the id's UTF-8 bytes in hex) in a column weighted 0, and every
 # search matches it. Counting and scoring then walk the agent's own matches only, so a
-# neighbour's 50k messages no longer push an agent's common words over the match budget
-# (measured: LoCoMo evidence in the block 0.767 alone, 0.732 beside such a neighbour).
+# neighbour's 50k messages no longer push an agent's common words over the match budget.
 # The FTS tables read their text through views that add the column.
 def _fts_with_agent(table: str, columns: tuple[str, ...], item_type: str) -> str:
     names = ", ".join(columns)

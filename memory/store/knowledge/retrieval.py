@@ -76,7 +76,7 @@ _EMBED_SOURCES = {
     "episode": "SELECT id, agent_id, summary, topics_json, entities_json FROM episodes b "
                "WHERE deleted_at IS NULL",
     # A message is embedded with the one before it in its session: a reply ("yes, twice!")
-    # means little alone. Measured on LoCoMo: +4 points of vector recall@10.
+    # means little alone.
     # `turn_index <= ?` lets the lookup seek the session's index backwards and stop at
     # once; without it, it walked the session from its start (quadratic in its length).
     # Within a turn 'assistant' sorts before 'user', i.e. the later message first.
@@ -172,8 +172,7 @@ class RetrievalQueries(Database):
                 _, table, time_column, visible = _FTS[item_type]
                 sql = (
                     # `+agent_id` keeps SQLite on the primary key for the id list; with a
-                    # plain `agent_id = ?` it walks the agent's whole time index (20 ms at
-                    # 100k items).
+                    # plain `agent_id = ?` it walks the agent's whole time index.
                     f"SELECT *, {time_column} AS item_time FROM {table} WHERE +agent_id = ? "
                     f"AND {visible} AND id IN ({', '.join('?' * len(ids))})"
                 )
@@ -377,7 +376,7 @@ class RetrievalQueries(Database):
 
 def _embedding_text(item_type: ItemType, row: Any) -> str:
     if item_type == "transcript":
-        # The date lets "when did ..." questions meet the message; measured +1.5 points.
+        # The date lets "when did ..." questions meet the message.
         day = datetime.fromtimestamp(row[3], UTC).strftime("%d %B %Y")
         return f"{day}: {row[4]}\n{row[2]}" if row[4] else f"{day}: {row[2]}"
     if item_type == "fact":

@@ -13,8 +13,8 @@ from mnemoproxy.memory.store.schema import Migration
 
 # The text search configuration: English stemming, as SQLite's porter tokenizer.
 # The GIN indexes over it are written through on every insert (fastupdate off): with
-# GIN's pending list on, each search also scanned the list of entries not yet merged,
-# 2.3 ms a term after a bulk ingest against 0.03 (EXPLAIN ANALYZE at 100k messages).
+# GIN's pending list on, each search also scanned the entries not yet merged, which after
+# a bulk ingest cost far more than the lookup itself.
 TEXT_SEARCH_CONFIG = "english"
 
 
