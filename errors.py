@@ -3,6 +3,11 @@
     MnemoError                  base: a message that says what to do, and the `param` at fault
     ├── SettingError            a setting is invalid; start-up stops
     ├── InvalidArgument         input the caller must fix (a body, an id, a search option)
+    │   ├── MethodNotAllowed    ┐
+    │   ├── BodyTimeout         │ the HTTP edge's own (proxy/edge/errors.py): a method the
+    │   ├── NotAuthenticated    │ route does not take, a body too slow to arrive, no key
+    │   ├── Forbidden           │ or an unknown one, a key not allowed this, a body that
+    │   └── UnsupportedMediaType┘ is not JSON
     ├── NotFound                no such route, agent or item
     ├── TooLarge                a body or a text over a limit
     ├── UpstreamError           a model server could not be reached or broke its reply

@@ -18,39 +18,26 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 
+from mnemoproxy.memory import CHATTER, STOP_WORDS, WORD, stem
+
 ELLIPSIS = "…"
 CHARS_PER_TOKEN = 3.8
-_WORD = re.compile(r"[^\W_]+", re.UNICODE)
 # A break after ., ! or ? followed by a space, and at every line break.
 _SENTENCE = re.compile(r"[^.!?\n]*(?:[.!?]+(?=\s|$)|\n|$)")
-# Words too common to say what a sentence is about.
-_STOP = frozenset(
-    """a about above after again all also am an and any are as at be because been before
-    being both but by can could did do does doing during each few for from had has have
-    having he her here hers him his how i if in into is it its just me more most my no nor
-    not now of on once only or other our out over own same she should so some such than
-    that the their them then there these they this those through to too under until up
-    very was we were what when where which while who whom why will with would you your
-    yours s t don ll ve re d m get got like really""".split()  # noqa: SIM905
-)
-_SUFFIXES = ("ing", "ed", "es", "s", "ly")
+# Words that tell no sentence apart from another.
+_UNTELLING = STOP_WORDS | CHATTER
 
 
 @lru_cache(maxsize=65_536)
-def stem(word: str) -> str | None:
-    """A crude stem of a lower-cased word, enough to meet "careers" with "career" and
-    "visited" with "visit"; None for a word too common to tell sentences apart."""
-    if word in _STOP:
-        return None
-    for suffix in _SUFFIXES:
-        if len(word) > len(suffix) + 3 and word.endswith(suffix):
-            return word[: -len(suffix)]
-    return word
+def term(word: str) -> str | None:
+    """A lower-cased word as an excerpt compares it: its stem, or None for a word too common
+    to tell sentences apart."""
+    return None if word in _UNTELLING else stem(word)
 
 
 def terms(text: str) -> set[str]:
     """The stems of `text`'s content words."""
-    return {s for w in _WORD.findall(text.lower()) if (s := stem(w)) is not None}
+    return {s for w in WORD.findall(text.lower()) if (s := term(w)) is not None}
 
 
 @dataclass(frozen=True)
@@ -104,8 +91,8 @@ class Query:
             found = _found_by_find(text, self.weights)
             if found is not None:
                 return found
-        return [(match.start(), term) for match in self.pattern.finditer(text)
-                if (term := stem(match.group().lower())) in self.weights]
+        return [(match.start(), word_term) for match in self.pattern.finditer(text)
+                if (word_term := term(match.group().lower())) in self.weights]
 
 
 # From this length on, a text's words holding a term are found by searching its
@@ -138,8 +125,8 @@ def _found_by_find(text: str, weights: dict[str, float]) -> list[tuple[int, str]
     lowered = lowered.translate(_SIGMAS)
     checked: set[int] = set()
     found: list[tuple[int, str]] = []
-    for term in weights:
-        sought = term.translate(_SIGMAS)
+    for wanted in weights:
+        sought = wanted.translate(_SIGMAS)
         at = lowered.find(sought)
         while at != -1:
             if at not in checked and _is_word(text[at]) and (
@@ -147,7 +134,7 @@ def _found_by_find(text: str, weights: dict[str, float]) -> list[tuple[int, str]
             ):
                 checked.add(at)
                 end = _WORD_RUN.match(text, at).end()  # type: ignore[union-attr]
-                if (stemmed := stem(text[at:end].lower())) in weights:
+                if (stemmed := term(text[at:end].lower())) in weights:
                     found.append((at, stemmed))
             at = lowered.find(sought, at + 1)
     found.sort()

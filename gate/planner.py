@@ -22,13 +22,12 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Protocol
 
-import jinja2
-
 from mnemoproxy.gate.excerpt import Query, excerpt
 from mnemoproxy.gate.fence import FENCE_CLOSE, FENCE_OPEN, fenced, looks_like_instructions, quoted
 from mnemoproxy.gate.relevance.types import GateDecision
 from mnemoproxy.gate.tokens.counter import count_tokens
 from mnemoproxy.memory import Fact, Kind, SearchResult
+from mnemoproxy.text_templates import text_templates
 
 TEMPLATES = Path(__file__).parent / "templates"
 
@@ -199,13 +198,7 @@ class Planner:
     ) -> None:
         self.budget = budget_tokens
         self.suspicious = suspicious
-        env = jinja2.Environment(
-            loader=jinja2.FileSystemLoader(TEMPLATES),
-            autoescape=False,
-            undefined=jinja2.StrictUndefined,
-            trim_blocks=True,
-            lstrip_blocks=True,
-        )
+        env = text_templates(TEMPLATES)
         self._template = env.get_template(template)
 
     def plan(

@@ -2,7 +2,20 @@
 
 `Memory` is opened from settings and owns the store, the vector indexes, the embedding
 worker, the write path and the consolidation schedule. The rest are the plain data and
-contracts that cross the boundary.
+contracts that cross the boundary, and the shared word handling.
+
+    memory/
+    ├── service.py      Memory: lifecycle, the chat path's reads and writes, upkeep
+    ├── management.py   Memory's management operations (facts, sessions, documents, ...)
+    ├── models.py       plain data crossing module boundaries
+    ├── store/          every SQL statement, SQLite and PostgreSQL
+    ├── search/         hybrid search, vectors, query terms, periods
+    ├── write/          recording, debounce, fact merging, redaction, documents
+    ├── distill/        the LLM and rule distillers
+    ├── core_model/     the core model's client, budget, breaker and fallback
+    ├── embedders/      wordllama, minilm, openai, hashing
+    ├── background/     embedding worker, helper process, ownership, consolidation
+    └── text/           words, stems, stop words, sentences, dates
 """
 
 from mnemoproxy.memory.background.consolidate import ConsolidationReport
@@ -13,13 +26,17 @@ from mnemoproxy.memory.service import Memory
 from mnemoproxy.memory.store.conversations.threads import ThreadSummary
 from mnemoproxy.memory.store.knowledge.documents import StoredChunk, StoredDocument
 from mnemoproxy.memory.store.records import Fact
+from mnemoproxy.memory.text.words import CHATTER, STOP_WORDS, WORD, stem
 from mnemoproxy.memory.write.documents import DOCUMENT_EXTENSIONS
 from mnemoproxy.memory.write.pipeline import DistillOutcome, IngestResult
 
 __all__ = [
+    "CHATTER",
     "DOCUMENT_EXTENSIONS",
     "KINDS",
     "SCOPES",
+    "STOP_WORDS",
+    "WORD",
     "ConsolidationReport",
     "CoreModel",
     "DistillOutcome",
@@ -33,4 +50,5 @@ __all__ = [
     "StoredDocument",
     "ThreadSummary",
     "Turn",
+    "stem",
 ]

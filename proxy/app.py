@@ -30,7 +30,6 @@ from mnemoproxy.proxy.api.models import (
     ReadsSinceStart,
 )
 from mnemoproxy.proxy.api.procedures import PROCEDURE_ROUTES
-from mnemoproxy.proxy.chat.memory import open_memory
 from mnemoproxy.proxy.chat.route import chat_completions
 from mnemoproxy.proxy.edge.access import Guard, caller, require_keys_off_loopback
 from mnemoproxy.proxy.edge.body_deadline import body_deadline
@@ -42,9 +41,9 @@ from mnemoproxy.proxy.inspector.routes import INSPECTOR_ROUTES, answer_inspector
 from mnemoproxy.proxy.mcp.endpoint import LazyMcpEndpoint
 from mnemoproxy.proxy.relay.passthrough import FastRelay
 from mnemoproxy.proxy.relay.upstream import Upstream
-from mnemoproxy.proxy.services import Services
+from mnemoproxy.proxy.services import Services, open_memory
 
-log = logging.getLogger("mnemoproxy")
+log = logging.getLogger(__name__)
 
 # Opens memory and its read path once the upstream exists (memory reaches the core model
 # and a remote embedder through it). Tests pass their own to inject faults.

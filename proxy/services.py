@@ -9,7 +9,7 @@ from litestar import Request
 
 from mnemoproxy.config.settings import Settings
 from mnemoproxy.errors import MemoryDisabled
-from mnemoproxy.gate import ReadPath
+from mnemoproxy.gate import ReadPath, ThreadCompressor
 from mnemoproxy.memory import Memory
 from mnemoproxy.proxy.edge.access import authorize
 from mnemoproxy.proxy.edge.ids import normalised_id
@@ -26,6 +26,12 @@ class Services:
     read_path: ReadPath | None = None
     metrics: Metrics = field(default_factory=Metrics)
     keys: KeyFile | None = None  # the inspector's sign-in checks a key typed into it
+    # Long threads' compression (context_budget_tokens), built once over memory.
+    threads: ThreadCompressor | None = field(init=False, default=None)
+
+    def __post_init__(self) -> None:
+        if self.memory is not None:
+            self.threads = ThreadCompressor.for_memory(self.memory)
 
     def agent_memory(self, request: Request[Any, Any, Any], agent_id: str) -> tuple[str, Memory]:
         """For a route acting on one agent: its id as the chat route keys it (normalised),
@@ -39,3 +45,14 @@ class Services:
         if self.memory is None or self.read_path is None:
             raise MemoryDisabled("memory is disabled on this proxy; start it with enabled = true")
         return self.memory, self.read_path
+
+
+async def open_memory(settings: Settings, upstream: Upstream) -> tuple[Memory, ReadPath]:
+    """Memory (lent the upstream client for the core model and remote embeddings) and the
+    read path over it: what the app's lifespan opens when memory is enabled."""
+    memory = await Memory.open(settings, http=upstream)
+    try:
+        return memory, await ReadPath.open(settings, memory)
+    except BaseException:
+        await memory.close()
+        raise

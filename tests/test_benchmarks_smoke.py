@@ -1,19 +1,38 @@
-"""The write- and read-side benchmark scripts run end to end at tiny sizes, and their
-figures render as Markdown. Timings are not checked: only that the scripts measure what
-they claim (memory questions inject, plain prompts do not, ingested turns get embedded)."""
+"""The write- and read-side benchmark scripts run end to end at tiny sizes, as `python -m`
+runs them, and their figures render as Markdown. Timings are not checked: only that the
+scripts measure what they claim (memory questions inject, plain prompts do not, ingested
+turns get embedded)."""
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
 import pytest
 
-from tests.benchmarks import bench_ingest, bench_read_path, eval_memory
-from tests.benchmarks.blackbox import fenced_block
-from tests.benchmarks.report import markdown
 from tests.support import locomo
+from tests.support.blackbox import Evidence, fenced_block, norm
+from tests.support.report import FIGURES_FILE_ENV, markdown
 
 
-def test_read_path_benchmark_times_memory_questions_and_plain_prompts() -> None:
-    figures = bench_read_path.main(["--sizes", "300", "--rounds", "1"])
+def run_benchmark(module: str, *args: str, folder: Path) -> dict[str, Any]:
+    """`python -m tests.benchmarks.<module> args`; the figures it wrote."""
+    figures = folder / f"{module}.json"
+    env = {**os.environ, FIGURES_FILE_ENV: str(figures)}
+    done = subprocess.run([sys.executable, "-m", f"tests.benchmarks.{module}", *args],
+                          env=env, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    result: dict[str, Any] = json.loads(figures.read_text(encoding="utf-8"))
+    return result
+
+
+def test_read_path_benchmark_times_memory_questions_and_plain_prompts(tmp_path: Path) -> None:
+    figures = run_benchmark("bench_read_path", "--sizes", "300", "--rounds", "1",
+                            folder=tmp_path)
 
     rows = {row["messages"]: row for row in figures["latency"]}
     assert rows["memory question"]["injected"] == 1.0
@@ -24,10 +43,10 @@ def test_read_path_benchmark_times_memory_questions_and_plain_prompts() -> None:
     assert 0 <= figures["seeding"][0]["stall_p50_ms"] <= figures["seeding"][0]["stall_max_ms"]
 
 
-def test_ingest_benchmark_waits_for_embeddings_and_times_recording() -> None:
-    figures = bench_ingest.main(
-        ["--conversations", "2", "--turns", "5", "--requests", "3", "--embed-seconds", "0.1",
-         "--rounds", "2"]
+def test_ingest_benchmark_waits_for_embeddings_and_times_recording(tmp_path: Path) -> None:
+    figures = run_benchmark(
+        "bench_ingest", "--conversations", "2", "--turns", "5", "--requests", "3",
+        "--embed-seconds", "0.1", "--rounds", "2", folder=tmp_path,
     )
 
     ingest = figures["ingest"]
@@ -52,9 +71,12 @@ def test_figures_render_as_markdown_tables() -> None:
 
 
 @pytest.mark.skipif(not locomo.available(), reason=locomo.unavailable_message())
-def test_memory_eval_reads_blocks_through_the_http_api_and_leaves_memory_as_ingested() -> None:
-    figures = eval_memory.main(
-        ["--datasets", "locomo", "--modes", "transcript", "--limit", "1", "--out", ""]
+def test_memory_eval_reads_blocks_through_the_http_api_and_leaves_memory_as_ingested(
+    tmp_path: Path,
+) -> None:
+    figures = run_benchmark(
+        "eval_memory", "--datasets", "locomo", "--modes", "transcript", "--limit", "1",
+        "--out", "", folder=tmp_path,
     )
 
     [overall] = figures["summary"]
@@ -79,13 +101,13 @@ def test_memory_eval_finds_the_block_wherever_it_was_injected() -> None:
 
 
 def test_memory_eval_finds_evidence_by_any_sixty_character_excerpt() -> None:
-    turn = eval_memory.Evidence(eval_memory.norm(
+    turn = Evidence(norm(
         "Thanks!  By the way, I moved to Paris last spring with my two cats and a piano."
     ))
-    block = eval_memory.norm(
+    block = norm(
         "- user: … the way, I moved to Paris last spring with my two cats and a piano."
     )
 
     assert turn.found(block)
-    assert not turn.found(eval_memory.norm("- user: I moved to Paris last spring."))
-    assert eval_memory.Evidence("thanks! sure.").found("user: thanks! sure. bye")
+    assert not turn.found(norm("- user: I moved to Paris last spring."))
+    assert Evidence("thanks! sure.").found("user: thanks! sure. bye")

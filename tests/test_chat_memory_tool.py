@@ -13,7 +13,7 @@ import httpx
 import openai
 import pytest
 
-from mnemoproxy.proxy.chat.memory import open_memory
+from mnemoproxy.proxy.services import open_memory
 from tests.support.fake_upstream import FakeUpstream, RecordedRequest
 from tests.support.memory_client import memory_settings, post, sdk
 from tests.support.proxy_server import ProxyServer

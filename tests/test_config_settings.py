@@ -12,7 +12,7 @@ import pytest
 
 from mnemoproxy.config.settings import SETTINGS_TABLE, Settings, load_settings
 from mnemoproxy.errors import SettingError
-from tests.benchmarks.blackbox import running_proxy
+from tests.support.blackbox import running_proxy
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
 from datetime import datetime
 from pathlib import Path
@@ -13,50 +12,13 @@ import pytest
 
 from mnemoproxy.errors import DistillError, UpstreamError, UpstreamTimeout
 from mnemoproxy.memory.core_model.breaker import CircuitBreaker
-from mnemoproxy.memory.core_model.client import Completion
 from mnemoproxy.memory.distill.llm import CHARS_PER_TOKEN, LLMDistiller
 from mnemoproxy.memory.distill.parse import DISTILLATION_SCHEMA
 from mnemoproxy.memory.distill.protocol import Distiller
 from mnemoproxy.memory.models import SessionInput, Turn
 from mnemoproxy.memory.write import redact
 from mnemoproxy.memory.write.redact import looks_like_secret, redact_secrets
-
-
-class FakeCoreModel:
-    """Records every call and answers from a script: a reply text, a Completion (e.g. one cut
-    off by max_tokens), or an exception to raise."""
-
-    def __init__(self, *script: str | Completion | Exception, delay: float = 0.0):
-        self.script = list(script)
-        self.delay = delay
-        self.calls: list[dict[str, Any]] = []
-
-    async def complete(
-        self,
-        messages: list[dict[str, Any]],
-        *,
-        json_schema: dict[str, Any] | None = None,
-        timeout: float | None = None,
-        max_tokens: int | None = None,
-    ) -> Completion:
-        self.calls.append(
-            {
-                "messages": messages,
-                "json_schema": json_schema,
-                "timeout": timeout,
-                "max_tokens": max_tokens,
-            }
-        )
-        if self.delay:
-            await asyncio.sleep(self.delay)
-        answer = self.script.pop(0)
-        if isinstance(answer, Exception):
-            raise answer
-        return answer if isinstance(answer, Completion) else Completion(answer)
-
-    @property
-    def prompt(self) -> str:
-        return "\n".join(message["content"] for message in self.calls[-1]["messages"])
+from tests.support.fake_core_model import FakeCoreModel
 
 
 def reply(**overrides: Any) -> str:

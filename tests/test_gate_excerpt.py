@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mnemoproxy.gate.excerpt import ELLIPSIS, FIND_FROM, Query, excerpt, sentence_spans, stem
+from mnemoproxy.gate.excerpt import ELLIPSIS, FIND_FROM, Query, excerpt, sentence_spans, term
 from mnemoproxy.memory.search.common_terms import common_words, names_among, without
 
 LONG = (
@@ -41,7 +41,7 @@ def test_a_word_every_candidate_holds_weighs_least() -> None:
     candidates = [f"Caroline: message {n} about nothing" for n in range(9)]
     candidates.append("Caroline: we went camping by the lake")
     query = Query.of("When did Caroline go camping?", candidates)
-    assert query.weights[stem("camping")] > query.weights[stem("caroline")]
+    assert query.weights[term("camping")] > query.weights[term("caroline")]
 
 
 def test_words_most_of_the_memory_says_are_common() -> None:
@@ -76,8 +76,8 @@ TRICKY_GAPS = [" ", ". ", "\n", "-", "'", "_", "", "!? ", "\u00a0", "…", "‹"
 def pattern_occurrences(query: Query, text: str) -> list[tuple[int, str]]:
     """What Query finds, by its pattern alone (as for short texts)."""
     assert query.pattern is not None
-    return [(m.start(), term) for m in query.pattern.finditer(text)
-            if (term := stem(m.group().lower())) in query.weights]
+    return [(m.start(), word_term) for m in query.pattern.finditer(text)
+            if (word_term := term(m.group().lower())) in query.weights]
 
 
 @given(st.lists(st.tuples(st.sampled_from(TRICKY_WORDS), st.sampled_from(TRICKY_GAPS)),

@@ -12,7 +12,8 @@ ROOT = Path(__file__).resolve().parent.parent
 LAYERS = ("config", "memory", "gate", "proxy")  # each may import only those before it
 # Which of memory's and gate's modules a layer above may import: only the package itself.
 FRONT_DOORS = {"memory": "mnemoproxy.memory", "gate": "mnemoproxy.gate"}
-SHARED = ("mnemoproxy.errors", "mnemoproxy.lazy")  # the root's own modules, below every layer
+# The root's own modules, below every layer.
+SHARED = ("mnemoproxy.errors", "mnemoproxy.lazy", "mnemoproxy.text_templates")
 
 
 def imported_modules(path: Path) -> list[str]:
@@ -59,7 +60,7 @@ def test_upper_layers_use_the_front_doors(layer: str, door: str) -> None:
 
 def test_everything_imports_through_the_one_root() -> None:
     """No `import memory` or `from config import ...`: those names are not installed."""
-    top_level = {*LAYERS, "errors", "lazy"}
+    top_level = {*LAYERS, "errors", "lazy", "text_templates"}
     files = [*ROOT.glob("*.py"), *(p for folder in (*LAYERS, "tests") for p in sources(folder))]
     wrong = [
         f"{path.relative_to(ROOT)} imports {module}"

@@ -10,6 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from mnemoproxy.proxy.relay.sse import StreamTee, complete_events, reply_from_json
+from tests.support.malformed_events import MALFORMED_DELTAS
 
 
 def _event(delta: dict, finish: str | None = None) -> bytes:
@@ -60,19 +61,6 @@ def test_reply_from_json():
     assert reply_from_json(body).content == "hi"
     assert reply_from_json(b"{}") is None
     assert reply_from_json(b"nope") is None
-
-
-# Shapes a broken or hostile upstream has sent; each must leave the tee readable.
-MALFORMED_DELTAS = [
-    {"choices": [{"delta": "str"}]},
-    {"choices": [{"delta": {"tool_calls": 5}}]},
-    {"choices": [{"delta": {"tool_calls": [{"index": 0, "function": {"name": 7}}]}}]},
-    {"choices": [{"delta": {"tool_calls": [{"index": "a", "function": "f"}]}}]},
-    {"choices": [{"delta": {"tool_calls": [{"index": 0, "id": 3}, {"index": None}]}}]},
-    {"choices": [{"delta": {"content": {"nested": [[[[1]]]]}}, "finish_reason": 1}]},
-    {"choices": "x"},
-    [1, 2, 3],
-]
 
 
 @pytest.mark.parametrize("event", MALFORMED_DELTAS)

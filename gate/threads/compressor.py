@@ -40,8 +40,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import jinja2
-
 from mnemoproxy.errors import CoreModelCapped
 from mnemoproxy.gate.fence import looks_like_instructions, quoted
 from mnemoproxy.gate.threads.summaries import (
@@ -59,8 +57,9 @@ from mnemoproxy.gate.threads.thread import MESSAGE_TOKENS, Thread, digest, read_
 from mnemoproxy.gate.tokens.counter import count_tokens
 from mnemoproxy.lazy import LazyResource
 from mnemoproxy.memory import CoreModel, Memory, ThreadSummary
+from mnemoproxy.text_templates import text_templates
 
-log = logging.getLogger("mnemoproxy.memory")
+log = logging.getLogger(__name__)
 
 TEMPLATES = Path(__file__).parents[1] / "templates"
 # After compressing, the request fills at most this share of the budget (when it can).
@@ -101,13 +100,7 @@ class Compression:
 
 class _Prompts:
     def __init__(self) -> None:
-        environment = jinja2.Environment(
-            loader=jinja2.FileSystemLoader(TEMPLATES),
-            autoescape=False,  # the output is a prompt, not HTML
-            undefined=jinja2.StrictUndefined,
-            trim_blocks=True,
-            lstrip_blocks=True,
-        )
+        environment = text_templates(TEMPLATES)
         self.system = environment.get_template("thread_summary_system.j2")
         self.user = environment.get_template("thread_summary_user.j2")
 

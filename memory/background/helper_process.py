@@ -43,7 +43,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from multiprocessing.connection import Connection
 from typing import Any, TypeVar
 
-log = logging.getLogger("mnemoproxy.memory")
+log = logging.getLogger(__name__)
 
 _R = TypeVar("_R")
 # A child that died on a call gets one replacement for it: a call that kills two in a row

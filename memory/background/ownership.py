@@ -34,7 +34,7 @@ from typing import Protocol
 
 from mnemoproxy.memory.store.postgres import connections as postgres
 
-log = logging.getLogger("mnemoproxy.memory")
+log = logging.getLogger(__name__)
 
 OWNER_FILE = "owner.lock"
 RETRY_SECONDS = 2.0

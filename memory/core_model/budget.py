@@ -21,7 +21,7 @@ from typing import Any, Literal
 from mnemoproxy.errors import CoreModelCapped
 from mnemoproxy.memory.core_model.client import Completion, CoreModel
 
-log = logging.getLogger("mnemoproxy.memory")
+log = logging.getLogger(__name__)
 
 # What a core-model call is for: the tokens and the refusals are counted per purpose.
 Purpose = Literal["distill", "relevance_gate"]

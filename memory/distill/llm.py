@@ -17,8 +17,6 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-import jinja2
-
 from mnemoproxy.errors import DistillError, UpstreamTimeout
 from mnemoproxy.memory.core_model.client import Completion, CoreModel
 from mnemoproxy.memory.distill.grounding import ground
@@ -29,6 +27,7 @@ from mnemoproxy.memory.distill.parse import (
 )
 from mnemoproxy.memory.models import Distillation, EpisodeDraft, FactDraft, SessionInput, Turn
 from mnemoproxy.memory.write.redact import looks_like_secret, redact_secrets
+from mnemoproxy.text_templates import text_templates
 
 log = logging.getLogger(__name__)
 
@@ -82,13 +81,7 @@ class LLMDistiller:
         # Distillations queue here, not at the model server: with one server slot, a chat
         # sent meanwhile would otherwise wait behind a whole distillation.
         self._slots = asyncio.Semaphore(concurrency)
-        environment = jinja2.Environment(
-            loader=jinja2.FileSystemLoader(templates_dir),
-            autoescape=False,  # the output is a prompt, not HTML
-            undefined=jinja2.StrictUndefined,
-            trim_blocks=True,
-            lstrip_blocks=True,
-        )
+        environment = text_templates(templates_dir)
         # Loaded now so that a missing or broken template stops start-up, not the first session.
         self._system_template = environment.get_template(SYSTEM_TEMPLATE)
         self._user_template = environment.get_template(USER_TEMPLATE)

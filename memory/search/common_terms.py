@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
-from mnemoproxy.memory.search.query_terms import STOP_WORDS
+from mnemoproxy.memory.text.words import STOP_WORDS
 
 _WORD = re.compile(r"\w+")
 

@@ -11,6 +11,8 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
+from mnemoproxy.memory.text.words import STOP_WORDS
+
 # Past this many distinct terms a query is a pasted document, not a question; the first
 # terms carry the intent and keep the FTS query cheap.
 MAX_TERMS = 48
@@ -24,22 +26,6 @@ MATCH_BUDGET = 500
 # the sum alone dropped informative terms in mid-sized stores.
 TOTAL_BUDGETS = 2
 _WORD = re.compile(r"\w+")
-
-# Function words that match nearly every message: dropping them cuts BM25 noise and the
-# cost of the OR query.
-STOP_WORDS = frozenset(
-    """
-    a about above after again against all am an and any are as at be because been before
-    being below between both but by can could did do does doing down during each few for
-    from further had has have having he her here hers herself him himself his how i if in
-    into is it its itself just me more most my myself no nor not now of off on once only or
-    other our ours ourselves out over own same she should so some such than that the their
-    theirs them themselves then there these they this those through to too under until up
-    very was we were what when where which while who whom why will with would you your
-    yours yourself yourselves s t don did didn doesn isn wasn ll ve re d m
-    """.split()  # noqa: SIM905 (a word list reads better as text)
-)
-
 
 # Casual spellings chat uses for words a question spells out, and back: "my gf and I" answers
 # "what did he do with his girlfriend?". Each side also finds the other.

@@ -24,8 +24,6 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any, Generic, Protocol, TypeVar
 
-import aiosqlite
-
 from mnemoproxy.errors import InvalidArgument, MemoryFailure
 from mnemoproxy.memory.store.cipher import Cipher
 from mnemoproxy.memory.store.schema import MIGRATIONS, Migration, migrate
@@ -47,16 +45,6 @@ OPEN_LOCK_FILE = "open.lock"
 MMAP_BYTES = 1 << 30
 PLAIN = Cipher()
 T = TypeVar("T")
-
-
-async def _connect_writer(path: Path, cipher: Cipher) -> aiosqlite.Connection:
-    conn = await aiosqlite.Connection(lambda: cipher.connect(path), iter_chunk_size=64)
-    await conn.execute(f"PRAGMA busy_timeout = {WRITER_BUSY_TIMEOUT_MS}")
-    await conn.execute("PRAGMA foreign_keys = ON")
-    await conn.execute("PRAGMA synchronous = NORMAL")
-    await conn.execute(f"PRAGMA mmap_size = {MMAP_BYTES}")
-    await conn.execute("PRAGMA journal_mode = WAL")
-    return conn
 
 
 def _lock_exclusively(path: Path) -> int:
@@ -84,19 +72,6 @@ def private(folder: Path, database: Path) -> None:
     for file in (database, *(database.with_name(database.name + s) for s in ("-wal", "-shm"))):
         if file.exists():
             os.chmod(file, 0o600)
-
-
-async def _on_writer_thread(
-    writer: aiosqlite.Connection, run: Callable[[sqlite3.Connection], T]
-) -> T:
-    """`run(connection)` on the writer's own thread, over its sqlite3 connection.
-
-    aiosqlite has no public call for this: `Connection._execute(fn)` queues `fn` on the
-    connection's thread (the one every statement of `_write()` runs on, in order) and
-    `Connection._conn` is the sqlite3 connection it owns (checked against aiosqlite
-    0.22). Both are private, so they are used here and nowhere else."""
-    result: T = await writer._execute(lambda: run(writer._conn))
-    return result
 
 
 class Closable(Protocol):
@@ -157,6 +132,79 @@ class Reader(ConnectionThread[sqlite3.Connection]):
         return cls(executor, conn)
 
 
+class Fetched:
+    """What a writer's `execute` gives back: the statement's rows, fetched on the
+    connection's thread, and how many rows it changed (a cursor's part the store uses)."""
+
+    def __init__(self, cursor: Any) -> None:
+        # Every row first: SQLite counts the rows a RETURNING statement changed as they
+        # are fetched.
+        self.rows: list[Any] = cursor.fetchall()
+        self.rowcount: int = cursor.rowcount
+
+    async def fetchone(self) -> Any:
+        return self.rows[0] if self.rows else None
+
+    async def fetchall(self) -> list[Any]:
+        return self.rows
+
+
+class Statements(Closable, Protocol):
+    """What a writer's connection answers (sqlite3's, or PostgreSQL's in SQLite's manner)."""
+
+    def execute(self, sql: str, parameters: Any = (), /) -> Any: ...
+    def executemany(self, sql: str, parameters: Any, /) -> Any: ...
+    def commit(self) -> None: ...
+    def rollback(self) -> None: ...
+
+
+S = TypeVar("S", bound=Statements)
+
+
+class Writer(ConnectionThread[S]):
+    """The one writer connection: whole transactions go to its thread in one hop (`run`),
+    and a transaction spoken statement by statement from the event loop (`Database._write`)
+    uses these calls."""
+
+    async def execute(self, sql: str, params: Iterable[Any] = ()) -> Fetched:
+        values = tuple(params)
+        return await self.run(lambda conn: Fetched(conn.execute(sql, values)))
+
+    async def executemany(self, sql: str, rows: Iterable[Iterable[Any]]) -> Fetched:
+        listed = [tuple(row) for row in rows]
+        return await self.run(lambda conn: Fetched(conn.executemany(sql, listed)))
+
+    async def commit(self) -> None:
+        await self.run(lambda conn: conn.commit())
+
+    async def rollback(self) -> None:
+        await self.run(lambda conn: conn.rollback())
+
+
+class SqliteWriter(Writer[sqlite3.Connection]):
+    """SQLite's writer connection and the one thread that uses it."""
+
+    @classmethod
+    async def open(cls, path: Path, cipher: Cipher) -> SqliteWriter:
+        executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="mnemo-sqlite-writer")
+
+        def connect() -> sqlite3.Connection:
+            conn: sqlite3.Connection = cipher.connect(path)
+            conn.execute(f"PRAGMA busy_timeout = {WRITER_BUSY_TIMEOUT_MS}")
+            conn.execute("PRAGMA foreign_keys = ON")
+            conn.execute("PRAGMA synchronous = NORMAL")
+            conn.execute(f"PRAGMA mmap_size = {MMAP_BYTES}")
+            conn.execute("PRAGMA journal_mode = WAL")
+            return conn
+
+        try:
+            conn = await asyncio.get_running_loop().run_in_executor(executor, connect)
+        except BaseException:
+            executor.shutdown(wait=False)
+            raise
+        return cls(executor, conn)
+
+
 def require_agent(agent_id: str) -> str:
     """Every read and write names its agent; a blank one is the caller's mistake."""
     if not isinstance(agent_id, str) or not agent_id.strip():
@@ -196,7 +244,7 @@ class Database:
         data_dir: str | Path,
         migrations: Sequence[Migration] = MIGRATIONS,
         cipher: Cipher = PLAIN,
-    ) -> tuple[Path, aiosqlite.Connection, Reader]:
+    ) -> tuple[Path, SqliteWriter, Reader]:
         folder = Path(data_dir)
         failures: tuple[type[BaseException], ...] = (OSError, *cipher.errors)
         try:
@@ -204,8 +252,8 @@ class Database:
             private(folder, path)
             opening = await asyncio.to_thread(_lock_exclusively, folder / OPEN_LOCK_FILE)
             try:
-                writer = await _connect_writer(path, cipher)
-                await migrate(writer, migrations)
+                writer = await SqliteWriter.open(path, cipher)
+                await writer.run(lambda conn: migrate(conn, migrations))
             finally:
                 os.close(opening)  # releases the lock
             reader = await Reader.open(path, cipher)
@@ -222,7 +270,7 @@ class Database:
         await self._reader.close()
 
     @asynccontextmanager
-    async def _write(self) -> AsyncIterator[aiosqlite.Connection]:
+    async def _write(self) -> AsyncIterator[Writer[Any]]:
         """One write transaction on the single writer connection."""
         async with self._write_lock:
             await self._writer.execute("BEGIN IMMEDIATE")
@@ -255,7 +303,7 @@ class Database:
             return result
 
         async with self._write_lock:
-            done = asyncio.ensure_future(_on_writer_thread(self._writer, in_one_transaction))
+            done = asyncio.ensure_future(self._writer.run(in_one_transaction))
             try:
                 return await asyncio.shield(done)
             except asyncio.CancelledError:

@@ -7,10 +7,9 @@ schema is a new step appended to MIGRATIONS.
 
 from __future__ import annotations
 
+import sqlite3
 import time
 from collections.abc import Sequence
-
-import aiosqlite
 
 # (name, SQL script); the name is recorded in _migrations once the script has run.
 Migration = tuple[str, str]
@@ -504,24 +503,22 @@ MIGRATIONS: tuple[Migration, ...] = (
 )
 
 
-async def applied_migrations(conn: aiosqlite.Connection) -> list[str]:
-    await conn.execute(
+def applied_migrations(conn: sqlite3.Connection) -> list[str]:
+    conn.execute(
         "CREATE TABLE IF NOT EXISTS _migrations (name TEXT PRIMARY KEY, applied_at REAL NOT NULL)"
     )
-    await conn.commit()
-    async with conn.execute("SELECT name FROM _migrations ORDER BY rowid") as cursor:
-        return [row[0] for row in await cursor.fetchall()]
+    conn.commit()
+    return [row[0] for row in conn.execute("SELECT name FROM _migrations ORDER BY rowid")]
 
 
-async def migrate(
-    conn: aiosqlite.Connection, migrations: Sequence[Migration] = MIGRATIONS
-) -> list[str]:
-    """Apply the steps not yet recorded, in order, each in its own transaction.
+def migrate(conn: sqlite3.Connection, migrations: Sequence[Migration] = MIGRATIONS) -> list[str]:
+    """Apply the steps not yet recorded, in order, each in its own transaction (on the
+    writer's thread).
 
     Returns the names applied now. `migrations` is a parameter so tests can stop a
     database at an earlier step and upgrade it later.
     """
-    done = set(await applied_migrations(conn))
+    done = set(applied_migrations(conn))
     applied: list[str] = []
     for name, sql in migrations:
         if name in done:
@@ -533,10 +530,10 @@ async def migrate(
             f"VALUES ('{name}', {time.time()!r});\nCOMMIT;"
         )
         try:
-            await conn.executescript(script)
+            conn.executescript(script)
         except BaseException:
             if conn.in_transaction:
-                await conn.rollback()
+                conn.rollback()
             raise
         applied.append(name)
     return applied

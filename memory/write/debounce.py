@@ -16,7 +16,7 @@ import asyncio
 import logging
 from collections.abc import Awaitable, Callable
 
-log = logging.getLogger("mnemoproxy.debounce")
+log = logging.getLogger(__name__)
 
 SessionKey = tuple[str, int]  # (agent_id, session_id)
 RunSession = Callable[[str, int], Awaitable[None]]

@@ -29,7 +29,7 @@ from mnemoproxy.memory.write.facts import plan_fact_updates
 from mnemoproxy.memory.write.pii import redact_pii
 from mnemoproxy.memory.write.redact import redact_secrets
 
-log = logging.getLogger("mnemoproxy.write")
+log = logging.getLogger(__name__)
 
 # First retry after this many seconds, doubling per attempt, capped.
 RETRY_BASE_SECONDS = 5.0

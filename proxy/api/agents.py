@@ -39,6 +39,7 @@ from mnemoproxy.proxy.api.models import (
     SessionSummary,
     SessionTranscript,
     TranscriptLine,
+    page_cursor,
 )
 from mnemoproxy.proxy.edge.access import caller, record_change
 from mnemoproxy.proxy.edge.errors import error_responses
@@ -95,10 +96,6 @@ class JsonLinesBody(Operation):
         )
 
 
-def _next_cursor(ids: list[int], limit: int) -> int | None:
-    return ids[-1] if len(ids) == limit else None
-
-
 @route("/agents", http_method=["GET", "HEAD"], responses=error_responses(401, 503))
 async def agents(
     request: Request[Any, Any, Any], services: NamedDependency[Services]
@@ -129,7 +126,7 @@ async def agent_facts(
     return FactPage(
         agent_id,
         [FactView.of(fact, conversation_id) for fact, conversation_id in rows],
-        next_cursor=rows[-1][0].id if len(rows) == limit else None,
+        next_cursor=page_cursor([fact.id for fact, _ in rows], limit),
     )
 
 
@@ -209,7 +206,7 @@ async def agent_sessions(
     agent_id, memory = services.agent_memory(request, agent_id)
     rows = await memory.sessions(agent_id, limit=limit, after_id=cursor)
     return SessionPage(agent_id, [SessionSummary(**r) for r in rows],
-                       next_cursor=_next_cursor([r["id"] for r in rows], limit))
+                       next_cursor=page_cursor([r["id"] for r in rows], limit))
 
 
 @route("/agents/{agent_id:str}/sessions/{session_id:int}", http_method=["GET", "HEAD"],
@@ -238,7 +235,7 @@ async def agent_episodes(
                      entities=e.entities, decisions=e.decisions, action_items=e.action_items,
                      salience=e.salience, started_at=e.started_at, ended_at=e.ended_at,
                      created_at=e.created_at) for e in rows],
-        next_cursor=_next_cursor([e.id for e in rows], limit),
+        next_cursor=page_cursor([e.id for e in rows], limit),
     )
 
 

@@ -34,6 +34,7 @@ from mnemoproxy.proxy.api.models import (
     DocumentPage,
     DocumentStored,
     DocumentView,
+    page_cursor,
 )
 from mnemoproxy.proxy.edge.access import record_change
 from mnemoproxy.proxy.edge.errors import UnsupportedMediaType, error_responses
@@ -174,7 +175,7 @@ async def agent_documents(
     agent_id, memory = services.agent_memory(request, agent_id)
     rows = await memory.documents(agent_id, limit=limit, after_id=cursor)
     return DocumentPage(agent_id, [DocumentView.of(d) for d in rows],
-                        next_cursor=rows[-1].id if len(rows) == limit else None)
+                        next_cursor=page_cursor([d.id for d in rows], limit))
 
 
 @route("/agents/{agent_id:str}/documents/{document_id:int}", http_method=["GET", "HEAD"],

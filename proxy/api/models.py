@@ -32,6 +32,12 @@ Flagged = Annotated[bool, msgspec.Meta(
     description="the text reads like instructions to a model (the memory block quotes it)")]
 
 
+def page_cursor(ids: list[int], limit: int) -> int | None:
+    """The `next_cursor` of a page of `ids` asked for `limit` at most: the last id when the
+    page is full (there may be more), None when it is not."""
+    return ids[-1] if len(ids) == limit else None
+
+
 # -- facts -----------------------------------------------------------------------------
 
 

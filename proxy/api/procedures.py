@@ -15,7 +15,7 @@ from litestar.di import NamedDependency
 from litestar.params import JSONBody, PathParameter, QueryParameter
 
 from mnemoproxy.errors import InvalidArgument
-from mnemoproxy.proxy.api.models import NextCursor
+from mnemoproxy.proxy.api.models import NextCursor, page_cursor
 from mnemoproxy.proxy.edge.access import record_change
 from mnemoproxy.proxy.edge.errors import error_responses
 from mnemoproxy.proxy.edge.ids import MAX_ID_CHARS
@@ -97,7 +97,7 @@ async def agent_procedures(
     agent_id, memory = services.agent_memory(request, agent_id)
     rows = await memory.procedures(agent_id, limit=limit, after_id=cursor)
     return ProcedurePage(agent_id, [ProcedureView.of(p) for p in rows],
-                         rows[-1].id if len(rows) == limit else None)
+                         page_cursor([p.id for p in rows], limit))
 
 
 @route("/agents/{agent_id:str}/procedures", http_method=["POST"], status_code=201,

@@ -24,7 +24,7 @@ class IndexedTurn:
 
 
 @dataclass(frozen=True)
-class Conversation:
+class RequestTurns:
     """A request's messages as turns: the completed ones of its history (for backfill) and
     the one being answered, whose `assistant` holds the steps taken so far (tool calls)
     when the request continues after tool results."""
@@ -33,7 +33,7 @@ class Conversation:
     current: IndexedTurn
 
 
-def read_conversation(messages: Sequence[dict[str, Any]]) -> Conversation:
+def read_conversation(messages: Sequence[dict[str, Any]]) -> RequestTurns:
     history: list[IndexedTurn] = []
     index = -1
     user_text: str | None = None
@@ -56,7 +56,7 @@ def read_conversation(messages: Sequence[dict[str, Any]]) -> Conversation:
             if step:
                 replies.append(step)
     current = IndexedTurn(max(index, 0), user_text or "", "\n".join(replies))
-    return Conversation(history, current)
+    return RequestTurns(history, current)
 
 
 def session_fingerprint(agent_id: str, messages: Sequence[dict[str, Any]]) -> str:

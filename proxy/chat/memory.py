@@ -12,15 +12,13 @@ import logging
 from dataclasses import dataclass, field
 from typing import Any
 
-from mnemoproxy.config.settings import Settings
 from mnemoproxy.gate import ReadPath, ThreadCompressor, memory_headers
 from mnemoproxy.memory import Memory, Turn
 from mnemoproxy.proxy.chat.conversation import read_conversation, session_fingerprint
 from mnemoproxy.proxy.edge.metrics import Metrics
 from mnemoproxy.proxy.relay.sse import AssistantReply
-from mnemoproxy.proxy.relay.upstream import Upstream
 
-log = logging.getLogger("mnemoproxy.memory")
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -35,20 +33,10 @@ class MemoryPlan:
     request: dict[str, Any] = field(default_factory=dict)
 
 
-async def open_memory(settings: Settings, upstream: Upstream) -> tuple[Memory, ReadPath]:
-    """Memory (lent the upstream client for the core model and remote embeddings) and the
-    read path over it: what the app's lifespan opens when memory is enabled."""
-    memory = await Memory.open(settings, http=upstream)
-    try:
-        return memory, await ReadPath.open(settings, memory)
-    except BaseException:
-        await memory.close()
-        raise
-
-
 async def prepare(
     memory: Memory,
     read_path: ReadPath,
+    threads: ThreadCompressor | None,
     agent_id: str,
     session_id: str | None,
     body: dict[str, Any],
@@ -69,10 +57,9 @@ async def prepare(
     )
     # Long threads first (context_budget_tokens): the memory block then goes into the
     # compressed messages, so it is never summarised away.
-    compressor = ThreadCompressor.for_memory(memory)
     context: dict[str, str] = {}
-    if compressor is not None:
-        compression = await compressor.compress(agent_id, plan.session_key, messages)
+    if threads is not None:
+        compression = await threads.compress(agent_id, plan.session_key, messages)
         context = compression.headers()
         if compression.messages is not None:
             messages = compression.messages

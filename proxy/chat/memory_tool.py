@@ -64,7 +64,7 @@ from mnemoproxy.proxy.relay.responses import OnReply, broken_stream_event, relay
 from mnemoproxy.proxy.relay.sse import AssistantReply, reply_from_json
 from mnemoproxy.proxy.relay.upstream import Upstream, UpstreamResponse
 
-log = logging.getLogger("mnemoproxy.memory")
+log = logging.getLogger(__name__)
 
 # Replies calling search_memory answered for one client request; the request after the
 # last one goes out with the tool disabled (module docstring).

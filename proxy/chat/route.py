@@ -85,6 +85,7 @@ async def chat_completions(
         plan = await prepare(
             memory,
             read_path,
+            services.threads,
             agent_id,
             session_id,
             body,

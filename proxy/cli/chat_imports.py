@@ -22,13 +22,13 @@ from mnemoproxy.errors import InvalidArgument
 
 
 @dataclass
-class Conversation:
+class ImportedConversation:
     conversation_id: str
     date: datetime | None
     turns: list[tuple[str, str]]
 
 
-def chatgpt_conversations(data: Any) -> Iterator[Conversation]:
+def chatgpt_conversations(data: Any) -> Iterator[ImportedConversation]:
     if not isinstance(data, list):
         raise InvalidArgument("a ChatGPT export's conversations.json is a list of conversations")
     for number, conversation in enumerate(data):
@@ -50,11 +50,12 @@ def chatgpt_conversations(data: Any) -> Iterator[Conversation]:
         if turns:
             when = conversation.get("create_time") or next(
                 (t for _, _, t in messages if t), None)
-            yield Conversation(str(conversation.get("id") or conversation.get("conversation_id")
-                                   or f"chatgpt-{number}"), _date(when), turns)
+            key = str(conversation.get("id") or conversation.get("conversation_id")
+                      or f"chatgpt-{number}")
+            yield ImportedConversation(key, _date(when), turns)
 
 
-def jsonl_conversations(lines: Iterable[str]) -> Iterator[Conversation]:
+def jsonl_conversations(lines: Iterable[str]) -> Iterator[ImportedConversation]:
     by_id: dict[str, list[tuple[str, str, Any]]] = {}
     for number, line in enumerate(lines, start=1):
         if not line.strip():
@@ -72,7 +73,7 @@ def jsonl_conversations(lines: Iterable[str]) -> Iterator[Conversation]:
         turns = _paired((role, text) for role, text, _ in messages)
         if turns:
             when = next((t for _, _, t in messages if t), None)
-            yield Conversation(key, _date(when), turns)
+            yield ImportedConversation(key, _date(when), turns)
 
 
 def _chatgpt_text(message: dict[str, Any]) -> str:

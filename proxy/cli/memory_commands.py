@@ -24,7 +24,7 @@ from rich.table import Table
 from mnemoproxy.config.settings import Settings, load_settings
 from mnemoproxy.memory import DOCUMENT_EXTENSIONS
 from mnemoproxy.proxy.cli.chat_imports import (
-    Conversation,
+    ImportedConversation,
     chatgpt_conversations,
     jsonl_conversations,
 )
@@ -169,7 +169,7 @@ def _import(http: httpx.Client, args: argparse.Namespace, console: Console) -> i
         print(json.dumps(answer))
         return 0
     text = path.read_text(encoding="utf-8")
-    conversations: list[Conversation] = list(
+    conversations: list[ImportedConversation] = list(
         chatgpt_conversations(json.loads(text)) if args.format == "chatgpt"
         else jsonl_conversations(text.splitlines()))
     added = 0

@@ -27,7 +27,7 @@ from mnemoproxy.errors import (
     UpstreamTimeout,
 )
 
-log = logging.getLogger("mnemoproxy")
+log = logging.getLogger(__name__)
 
 
 _MISSING_FIELD = re.compile(r"missing required field `([^`]+)`")

@@ -14,12 +14,8 @@ from __future__ import annotations
 import logging
 import math
 from collections.abc import Mapping
-from datetime import UTC, datetime
-from pathlib import Path
 from typing import Annotated, Any
-from urllib.parse import quote, unquote, urlencode
 
-from jinja2 import Environment, FileSystemLoader, StrictUndefined, select_autoescape
 from litestar import Request, Response, Router, get, post
 from litestar.datastructures import Cookie
 from litestar.di import NamedDependency
@@ -30,86 +26,18 @@ from litestar.types import ControllerRouterHandler
 
 from mnemoproxy.errors import InvalidArgument, MnemoError
 from mnemoproxy.gate import looks_like_instructions
-from mnemoproxy.memory import SCOPES, Memory
+from mnemoproxy.memory import SCOPES
 from mnemoproxy.proxy.api.agents import AgentId, Cursor, ItemId
 from mnemoproxy.proxy.api.models import FactView
 from mnemoproxy.proxy.edge.access import UI_COOKIE, caller, is_inspector, record_change
 from mnemoproxy.proxy.edge.errors import from_http_exception, http_status
+from mnemoproxy.proxy.inspector.pages import PAGE, agent_memory, agent_url, done, page
+from mnemoproxy.proxy.inspector.removals import REMOVAL_ROUTES
 from mnemoproxy.proxy.services import Services
 
-log = logging.getLogger("mnemoproxy")
+log = logging.getLogger(__name__)
 Query = Annotated[str, QueryParameter(max_length=10_000)]
-
-PAGE = 100  # facts, episodes, sessions, documents, procedures shown at once on an agent's page
 MAX_CONTENT_CHARS = 10_000
-# No scripts at all; forms post to this origin only; never framed (clickjacking).
-_HEADERS = {
-    "Content-Security-Policy": "default-src 'none'; style-src 'unsafe-inline'; "
-    "form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
-    "X-Frame-Options": "DENY",
-    "Referrer-Policy": "same-origin",  # "no-referrer" makes a form's Origin "null"
-    "Cache-Control": "no-store",
-}
-# What a page says after a change (the redirect names one of these, so nothing a link
-# carries is shown as a message).
-NOTICES = {
-    "fact-added": "Fact added.",
-    "fact-saved": "Fact saved.",
-    "fact-pinned": "Fact pinned: consolidation keeps it.",
-    "fact-unpinned": "Fact unpinned.",
-    "fact-deleted": "Fact deleted: memory no longer uses it.",
-    "episode-deleted": "Episode deleted.",
-    "document-deleted": "Document deleted, its chunks and their vectors with it.",
-    "procedure-deleted": "Procedure deleted.",
-    "session-forgotten": "Session forgotten.",
-    "consolidated": "Consolidation ran.",
-    "agent-forgotten": "Agent forgotten.",
-}
-
-
-def when(moment: float | None) -> str:
-    if moment is None:
-        return ""
-    return datetime.fromtimestamp(moment, UTC).strftime("%Y-%m-%d %H:%M")
-
-
-def agent_url(agent_id: str, *parts: object) -> str:
-    """/ui/agents/<id>/..., the id as one path segment whatever text it holds: escaped twice,
-    because the server decodes the path before routing (`a/b` once escaped would route as
-    two segments); `_agent` decodes the second time."""
-    segment = quote(quote(agent_id, safe=""), safe="")
-    return "/".join(["/ui/agents", segment, *(str(p) for p in parts)])
-
-
-_templates = Environment(
-    loader=FileSystemLoader(Path(__file__).parent / "templates"),
-    autoescape=select_autoescape(default=True, default_for_string=True),
-    undefined=StrictUndefined,
-)
-_templates.filters["when"] = when
-_templates.globals["agent_url"] = agent_url
-
-
-def page(
-    request: Request[Any, Any, Any], template: str, status_code: int = 200, **values: Any
-) -> Response[str]:
-    notice = NOTICES.get(request.query_params.get("done", ""))
-    html = _templates.get_template(template).render(
-        signed_in=caller(request).key is not None, notice=notice, **values)
-    return Response(html, status_code=status_code, media_type="text/html",
-                    headers=_HEADERS)
-
-
-def done(url: str, notice: str) -> Redirect:
-    """After a change: back to a page (303, so a reload does not post again)."""
-    return Redirect(f"{url}?{urlencode({'done': notice})}", status_code=303)
-
-
-def _agent(request: Request[Any, Any, Any], agent_id: str, services: Services
-           ) -> tuple[str, Memory]:
-    # The id in an inspector URL is escaped twice (agent_url): the second decoding is ours.
-    return services.agent_memory(request, unquote(agent_id))
-
 
 async def _form(request: Request[Any, Any, Any]) -> Mapping[str, str]:
     form = await request.form()
@@ -136,14 +64,6 @@ def _salience(form: Mapping[str, str]) -> float | None:
     if not 0.0 <= salience <= 1.0:
         raise InvalidArgument("salience is a number between 0 and 1", param="salience")
     return salience
-
-
-def _confirm(
-    request: Request[Any, Any, Any], *, question: str, consequence: str, button: str,
-    action: str, back: str, quote_text: str = "",
-) -> Response[str]:
-    return page(request, "confirm.html.j2", question=question, consequence=consequence,
-                button=button, action=action, back=back, quote=quote_text)
 
 
 # -- sign in -------------------------------------------------------------------------------
@@ -212,7 +132,7 @@ async def agent_page(
     status: Query = "current", cursor: Cursor = 0, episodes_cursor: Cursor = 0,
     sessions_cursor: Cursor = 0, documents_cursor: Cursor = 0, procedures_cursor: Cursor = 0,
 ) -> Response[str]:
-    agent_id, memory = _agent(request, agent_id, services)
+    agent_id, memory = agent_memory(request, agent_id, services)
     if status not in ("current", "superseded", "all"):
         raise InvalidArgument("status is current, superseded or all", param="status")
     summary = await memory.agent(agent_id)
@@ -243,7 +163,7 @@ async def fact_page(
     request: Request[Any, Any, Any], agent_id: AgentId, fact_id: ItemId,
     services: NamedDependency[Services],
 ) -> Response[str]:
-    agent_id, memory = _agent(request, agent_id, services)
+    agent_id, memory = agent_memory(request, agent_id, services)
     fact = await memory.fact(agent_id, fact_id)
     history = await memory.fact_history(agent_id, fact.id)
     conversation = None
@@ -261,7 +181,7 @@ async def session_page(
     request: Request[Any, Any, Any], agent_id: AgentId, session_id: ItemId,
     services: NamedDependency[Services],
 ) -> Response[str]:
-    agent_id, memory = _agent(request, agent_id, services)
+    agent_id, memory = agent_memory(request, agent_id, services)
     messages = await memory.session_messages(agent_id, session_id)
     return page(request, "session.html.j2", agent_id=agent_id, session_id=session_id,
                 messages=messages)
@@ -273,7 +193,7 @@ async def search_page(
     q: Query = "", scope_name: Annotated[str, QueryParameter(name="scope")] = "",
 ) -> Response[str]:
     # `scope` is Litestar's name for the ASGI scope: the query's scope comes in renamed.
-    agent_id, memory = _agent(request, agent_id, services)
+    agent_id, memory = agent_memory(request, agent_id, services)
     scope = scope_name
     if scope and scope not in SCOPES:
         raise InvalidArgument(f"scope is one of {', '.join(SCOPES)}", param="scope")
@@ -291,7 +211,7 @@ async def preview_page(
     request: Request[Any, Any, Any], agent_id: AgentId, services: NamedDependency[Services],
     message: Query = "",
 ) -> Response[str]:
-    agent_id, _ = _agent(request, agent_id, services)
+    agent_id, _ = agent_memory(request, agent_id, services)
     if not message.strip():
         raise InvalidArgument("type a message to preview", param="message")
     _, read_path = services.require_memory()
@@ -307,7 +227,7 @@ async def preview_page(
 async def add_fact(
     request: Request[Any, Any, Any], agent_id: AgentId, services: NamedDependency[Services]
 ) -> Redirect:
-    agent_id, memory = _agent(request, agent_id, services)
+    agent_id, memory = agent_memory(request, agent_id, services)
     form = await _form(request)
     kind = form.get("kind", "pinned")
     if kind not in ("pinned", "identity"):
@@ -328,7 +248,7 @@ async def edit_fact(
 ) -> Redirect:
     """The fact page's form: new text supersedes the fact (the page of the new one opens);
     the salience and the pin are set as sent (an unticked box unpins)."""
-    agent_id, memory = _agent(request, agent_id, services)
+    agent_id, memory = agent_memory(request, agent_id, services)
     form = await _form(request)
     content: str | None = _content(form)
     if content == (await memory.fact(agent_id, fact_id)).content.strip():
@@ -345,166 +265,22 @@ async def pin_fact(
     request: Request[Any, Any, Any], agent_id: AgentId, fact_id: ItemId,
     services: NamedDependency[Services],
 ) -> Redirect:
-    agent_id, memory = _agent(request, agent_id, services)
+    agent_id, memory = agent_memory(request, agent_id, services)
     pinned = (await _form(request)).get("pinned") == "true"
     await memory.edit_fact(agent_id, fact_id, pinned=pinned)
     await record_change(request, memory, agent_id)
     return done(agent_url(agent_id), "fact-pinned" if pinned else "fact-unpinned")
 
 
-@get("/agents/{agent_id:str}/facts/{fact_id:int}/delete")
-async def confirm_delete_fact(
-    request: Request[Any, Any, Any], agent_id: AgentId, fact_id: ItemId,
-    services: NamedDependency[Services],
-) -> Response[str]:
-    agent_id, memory = _agent(request, agent_id, services)
-    fact = await memory.fact(agent_id, fact_id)
-    return _confirm(request, question="Delete this fact?", quote_text=fact.content,
-                    consequence="Memory stops using it and it is no longer listed.",
-                    button="Delete fact", back=agent_url(agent_id, "facts", fact.id),
-                    action=agent_url(agent_id, "facts", fact.id, "delete"))
-
-
-@post("/agents/{agent_id:str}/facts/{fact_id:int}/delete", status_code=303)
-async def delete_fact(
-    request: Request[Any, Any, Any], agent_id: AgentId, fact_id: ItemId,
-    services: NamedDependency[Services],
-) -> Redirect:
-    agent_id, memory = _agent(request, agent_id, services)
-    await memory.delete_fact(agent_id, fact_id)
-    await record_change(request, memory, agent_id)
-    return done(agent_url(agent_id), "fact-deleted")
-
-
-@get("/agents/{agent_id:str}/episodes/{episode_id:int}/delete")
-async def confirm_delete_episode(
-    request: Request[Any, Any, Any], agent_id: AgentId, episode_id: ItemId,
-    services: NamedDependency[Services],
-) -> Response[str]:
-    agent_id, _ = _agent(request, agent_id, services)
-    return _confirm(request, question=f"Delete episode {episode_id}?",
-                    consequence="Memory stops using this summary of a session; the "
-                    "session's transcript stays.", button="Delete episode",
-                    back=agent_url(agent_id),
-                    action=agent_url(agent_id, "episodes", episode_id, "delete"))
-
-
-@post("/agents/{agent_id:str}/episodes/{episode_id:int}/delete", status_code=303)
-async def delete_episode(
-    request: Request[Any, Any, Any], agent_id: AgentId, episode_id: ItemId,
-    services: NamedDependency[Services],
-) -> Redirect:
-    agent_id, memory = _agent(request, agent_id, services)
-    await memory.delete_episode(agent_id, episode_id)
-    await record_change(request, memory, agent_id)
-    return done(agent_url(agent_id), "episode-deleted")
-
-
-@get("/agents/{agent_id:str}/documents/{document_id:int}/delete")
-async def confirm_delete_document(
-    request: Request[Any, Any, Any], agent_id: AgentId, document_id: ItemId,
-    services: NamedDependency[Services],
-) -> Response[str]:
-    agent_id, _ = _agent(request, agent_id, services)
-    return _confirm(request, question=f"Delete document {document_id}?",
-                    consequence="Its chunks and their vectors are deleted for good; memory "
-                    "stops quoting it. This cannot be undone.", button="Delete document",
-                    back=agent_url(agent_id) + "#documents",
-                    action=agent_url(agent_id, "documents", document_id, "delete"))
-
-
-@post("/agents/{agent_id:str}/documents/{document_id:int}/delete", status_code=303)
-async def delete_document(
-    request: Request[Any, Any, Any], agent_id: AgentId, document_id: ItemId,
-    services: NamedDependency[Services],
-) -> Redirect:
-    agent_id, memory = _agent(request, agent_id, services)
-    await memory.delete_document(agent_id, document_id)
-    await record_change(request, memory, agent_id)
-    return done(agent_url(agent_id), "document-deleted")
-
-
-@get("/agents/{agent_id:str}/procedures/{procedure_id:int}/delete")
-async def confirm_delete_procedure(
-    request: Request[Any, Any, Any], agent_id: AgentId, procedure_id: ItemId,
-    services: NamedDependency[Services],
-) -> Response[str]:
-    agent_id, _ = _agent(request, agent_id, services)
-    return _confirm(request, question=f"Delete procedure {procedure_id}?",
-                    consequence="Memory stops offering these steps for how-to questions. "
-                    "This cannot be undone.", button="Delete procedure",
-                    back=agent_url(agent_id) + "#procedures",
-                    action=agent_url(agent_id, "procedures", procedure_id, "delete"))
-
-
-@post("/agents/{agent_id:str}/procedures/{procedure_id:int}/delete", status_code=303)
-async def delete_procedure(
-    request: Request[Any, Any, Any], agent_id: AgentId, procedure_id: ItemId,
-    services: NamedDependency[Services],
-) -> Redirect:
-    agent_id, memory = _agent(request, agent_id, services)
-    await memory.delete_procedure(agent_id, procedure_id)
-    await record_change(request, memory, agent_id)
-    return done(agent_url(agent_id), "procedure-deleted")
-
-
-@get("/agents/{agent_id:str}/sessions/{session_id:int}/forget")
-async def confirm_forget_session(
-    request: Request[Any, Any, Any], agent_id: AgentId, session_id: ItemId,
-    services: NamedDependency[Services],
-) -> Response[str]:
-    agent_id, _ = _agent(request, agent_id, services)
-    return _confirm(request, question=f"Forget session {session_id}?",
-                    consequence="Its messages, episodes and the facts only it stated are "
-                    "deleted for good. This cannot be undone.", button="Forget session",
-                    back=agent_url(agent_id, "sessions", session_id),
-                    action=agent_url(agent_id, "sessions", session_id, "forget"))
-
-
-@post("/agents/{agent_id:str}/sessions/{session_id:int}/forget", status_code=303)
-async def forget_session(
-    request: Request[Any, Any, Any], agent_id: AgentId, session_id: ItemId,
-    services: NamedDependency[Services],
-) -> Redirect:
-    agent_id, memory = _agent(request, agent_id, services)
-    await memory.forget_session(agent_id, session_id)
-    await record_change(request, memory, agent_id)
-    return done(agent_url(agent_id), "session-forgotten")
-
-
 @post("/agents/{agent_id:str}/consolidate", status_code=303)
 async def consolidate(
     request: Request[Any, Any, Any], agent_id: AgentId, services: NamedDependency[Services]
 ) -> Redirect:
-    agent_id, memory = _agent(request, agent_id, services)
+    agent_id, memory = agent_memory(request, agent_id, services)
     await memory.agent(agent_id)  # 404 for an agent memory has never seen
     await memory.consolidate(agent_id)
     await record_change(request, memory, agent_id)
     return done(agent_url(agent_id), "consolidated")
-
-
-@get("/agents/{agent_id:str}/forget")
-async def confirm_forget_agent(
-    request: Request[Any, Any, Any], agent_id: AgentId, services: NamedDependency[Services]
-) -> Response[str]:
-    agent_id, memory = _agent(request, agent_id, services)
-    await memory.agent(agent_id)  # 404 for an agent memory has never seen
-    return _confirm(request, question=f"Forget agent {agent_id}?",
-                    consequence="Every fact, episode, session and message of this agent is "
-                    "deleted for good, with its search entries and vectors. This cannot be "
-                    "undone.", button="Forget agent", back=agent_url(agent_id),
-                    action=agent_url(agent_id, "forget"))
-
-
-@post("/agents/{agent_id:str}/forget", status_code=303)
-async def forget_agent(
-    request: Request[Any, Any, Any], agent_id: AgentId, services: NamedDependency[Services]
-) -> Redirect:
-    agent_id, memory = _agent(request, agent_id, services)
-    await memory.agent(agent_id)
-    await memory.forget_agent(agent_id)
-    await record_change(request, memory, None, forgotten=agent_id)
-    return done("/ui", "agent-forgotten")
 
 
 # -- errors as pages -----------------------------------------------------------------------
@@ -543,11 +319,7 @@ INSPECTOR_ROUTES: list[ControllerRouterHandler] = [
         route_handlers=[
             login_form, login, logout, agents_page, agent_page, fact_page, session_page,
             search_page, preview_page,
-            add_fact, edit_fact, pin_fact, confirm_delete_fact, delete_fact,
-            confirm_delete_episode, delete_episode, confirm_forget_session, forget_session,
-            confirm_delete_document, delete_document, confirm_delete_procedure,
-            delete_procedure,
-            consolidate, confirm_forget_agent, forget_agent,
+            add_fact, edit_fact, pin_fact, consolidate, *REMOVAL_ROUTES,
         ],
         before_request=_signed_in,
         include_in_schema=False,

@@ -32,7 +32,7 @@ from mnemoproxy.proxy.relay.responses import WHOLE_BODY_LIMIT, broken_stream_eve
 from mnemoproxy.proxy.relay.upstream import UpstreamResponse, forward_headers
 from mnemoproxy.proxy.services import Services
 
-log = logging.getLogger("mnemoproxy.relay")
+log = logging.getLogger(__name__)
 
 # The messages sent here are plain dicts; Litestar's Send wants its TypedDicts.
 _Sender = Callable[[Any], Awaitable[None]]

@@ -20,7 +20,7 @@ from mnemoproxy.proxy.edge.errors import sse_error_event
 from mnemoproxy.proxy.relay.sse import AssistantReply, StreamTee, reply_from_json
 from mnemoproxy.proxy.relay.upstream import UpstreamResponse
 
-log = logging.getLogger("mnemoproxy.relay")
+log = logging.getLogger(__name__)
 
 # Bodies up to this size with a known length are read whole and returned with their
 # Content-Length; anything else (SSE, unknown length, large) streams through.

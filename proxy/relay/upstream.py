@@ -26,7 +26,7 @@ from yarl import URL
 from mnemoproxy.config.settings import Settings
 from mnemoproxy.errors import UpstreamError, UpstreamTimeout
 
-log = logging.getLogger("mnemoproxy.upstream")
+log = logging.getLogger(__name__)
 
 # Hop-by-hop and framing headers are the two ends' own business and never relayed.
 _HOP_HEADERS = frozenset(

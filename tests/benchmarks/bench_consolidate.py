@@ -27,7 +27,7 @@ from typing import Any
 from mnemoproxy.memory.background.consolidate import ConsolidationReport, consolidate
 from mnemoproxy.memory.store import Store
 from tests.benchmarks.bench_search import made_up_vocabulary
-from tests.benchmarks.report import publish
+from tests.support.report import publish
 
 RESULTS_FILE = Path(__file__).with_name("results") / "consolidate.txt"
 AGENT = "bench-agent"

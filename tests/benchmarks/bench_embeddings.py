@@ -28,8 +28,8 @@ from typing import Any
 import numpy as np
 
 from mnemoproxy.memory.embedders import LocalEmbedder, make_embedder
-from tests.benchmarks.report import publish
 from tests.support import locomo
+from tests.support.report import publish
 
 RESULTS_FILE = Path(__file__).with_name("results") / "embeddings.txt"
 BACKENDS = ("hashing", "wordllama", "minilm")

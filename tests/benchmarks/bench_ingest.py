@@ -50,6 +50,7 @@ from tests.support.processes import (
     resident_mib,
     running_proxy,
 )
+from tests.support.report import run_as_script
 
 TARGET_TURNS_PER_S = 2000.0
 CONVERSATIONS_PER_AGENT = 5
@@ -291,4 +292,4 @@ def _table(ingest: dict[str, Any], embedding: dict[str, Any], recording: dict[st
 
 
 if __name__ == "__main__":
-    main()
+    run_as_script(main)

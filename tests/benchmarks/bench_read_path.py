@@ -27,8 +27,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from mnemoproxy.proxy.app import SWITCH_INTERVAL_SECONDS
-from mnemoproxy.proxy.chat.memory import open_memory
 from mnemoproxy.proxy.relay.upstream import Upstream
+from mnemoproxy.proxy.services import open_memory
 from tests.benchmarks.bench_proxy import percentile
 from tests.benchmarks.seed import (
     MEMORY_QUESTIONS,
@@ -38,6 +38,7 @@ from tests.benchmarks.seed import (
 )
 from tests.support.backends import add_store_backend_argument, store_backend
 from tests.support.proxy_server import make_settings
+from tests.support.report import run_as_script
 
 AGENT = "bench-reader"
 TARGET_P50_MS = 10.0
@@ -188,4 +189,4 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
 
 
 if __name__ == "__main__":
-    main()
+    run_as_script(main)

@@ -28,11 +28,11 @@ from typing import Any
 from mnemoproxy.memory import Memory
 from mnemoproxy.memory.search.hybrid import BM25_ONLY, DEFAULT_FUSION, DEFAULT_MMR_LAMBDA, Fusion
 from mnemoproxy.memory.store.records import Role, TranscriptMessage
-from tests.benchmarks.report import publish
 from tests.benchmarks.seed import printed_progress, seed_store
 from tests.support import locomo
 from tests.support.backends import add_store_backend_argument, store_backend
 from tests.support.proxy_server import make_settings
+from tests.support.report import publish
 
 RESULTS_FILE = Path(__file__).with_name("results") / "retrieval.txt"
 KS = (5, 10)

@@ -15,7 +15,7 @@ turns, all of a question's evidence), the share whose gold answer is inside the 
 tokens and deadline misses; and for 80 generic prompts, the share that got memory (the
 gate's false positives). METHOD below says exactly how each figure is counted.
 
-It imports none of the proxy's own packages (see tests/benchmarks/blackbox.py), so it
+It imports none of the proxy's own packages (see tests/support/blackbox.py), so it
 measures the same thing whatever the layout behind the console script and the HTTP API.
 """
 
@@ -41,31 +41,28 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from tests.benchmarks.blackbox import (
+from tests.support import locomo, longmemeval
+from tests.support.backends import add_store_backend_argument, store_backend
+from tests.support.blackbox import (
     Asker,
+    Evidence,
     History,
     Reply,
     Session,
     block_sections,
     health,
     ingest,
+    norm,
     running_proxy,
     wait_for_embeddings,
 )
-from tests.support import locomo, longmemeval
-from tests.support.backends import add_store_backend_argument, store_backend
 from tests.support.fake_upstream import FakeUpstream
+from tests.support.generic_prompts import VICUNA_PATH, vicuna_prompts
+from tests.support.report import run_as_script
 
 ROOT = Path(__file__).resolve().parents[2]
-VICUNA_PATH = ROOT.parent / "shared" / "eval-data" / "vicuna_questions.jsonl"
 DATASETS = ("longmemeval", "locomo", "generic")
 MODES = {"transcript": ("transcript only", True), "distilled": ("with distillation", False)}
-# An evidence turn is in the block when any stretch of this many of its characters is
-# (the data's own definition: "a 60-character excerpt inside what the upstream received"),
-# so a block that quotes the part of a long message that matters counts.
-EXCERPT_CHARS = 60
-
-_SPACE = re.compile(r"\s+")
 
 METHOD = """\
 How it is measured: each dataset and mode runs in a fresh proxy (`mnemoproxy serve`, a
@@ -96,25 +93,6 @@ remember the question and memory stays as ingested. The block is the text inside
 
 
 # --- evidence -----------------------------------------------------------------------------
-
-
-def norm(text: str) -> str:
-    """Whitespace collapsed, lower case: the block reflows text, evidence is matched as read."""
-    return _SPACE.sub(" ", text).strip().lower()
-
-
-@dataclass(frozen=True)
-class Evidence:
-    text: str  # the evidence turn, normalised
-
-    def found(self, block: str) -> bool:
-        """Any EXCERPT_CHARS-long stretch of the turn (all of a shorter one) in the block."""
-        if len(self.text) <= EXCERPT_CHARS:
-            return self.text in block
-        return any(
-            self.text[start : start + EXCERPT_CHARS] in block
-            for start in range(len(self.text) - EXCERPT_CHARS + 1)
-        )
 
 
 @dataclass(frozen=True)
@@ -274,11 +252,6 @@ def limited(
             taken[q.question_type] += 1
             chosen.append(q)
     return chosen
-
-
-def generic_prompts(path: Path = VICUNA_PATH) -> list[str]:
-    lines = path.read_text(encoding="utf-8").splitlines()
-    return [json.loads(line)["turns"][0] for line in lines if line.strip()]
 
 
 # --- figures ------------------------------------------------------------------------------
@@ -561,7 +534,7 @@ def plans(datasets: Sequence[str], limit: int | None, console: Console) -> list[
     generic: list[str] = []
     if "generic" in datasets:
         if VICUNA_PATH.is_file():
-            generic = generic_prompts()
+            generic = vicuna_prompts()
         else:
             console.print(f"generic prompts not found at {VICUNA_PATH}; skipping them.")
     today = datetime.now(UTC).date()
@@ -659,4 +632,4 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
 
 
 if __name__ == "__main__":
-    main()
+    run_as_script(main)

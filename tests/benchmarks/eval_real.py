@@ -41,10 +41,10 @@ from typing import Any
 
 import httpx
 
-from tests.benchmarks.blackbox import free_port, running_proxy
 from tests.benchmarks.eval_memory import load_average, machine, markdown_table
 from tests.benchmarks.llama_server import MODEL_ALIAS, ensure_model, ensure_server
 from tests.support import locomo, longmemeval
+from tests.support.blackbox import free_port, running_proxy
 from tests.support.processes import process
 
 REPO_ROOT = Path(__file__).resolve().parents[2]

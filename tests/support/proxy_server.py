@@ -16,7 +16,7 @@ import uvicorn
 
 from mnemoproxy.config.settings import Settings, load_settings
 from mnemoproxy.proxy.app import MemoryOpener, create_app
-from mnemoproxy.proxy.chat.memory import open_memory
+from mnemoproxy.proxy.services import open_memory
 from tests.support.backends import store_url_for
 from tests.support.ports import free_port
 

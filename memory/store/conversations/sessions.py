@@ -41,15 +41,6 @@ class SessionQueries(Database):
         )
         return None if row is None else (row[0], row[1])
 
-    async def mark_session_distilled(
-        self, agent_id: str, session_id: int, at: float | None = None
-    ) -> None:
-        require_agent(agent_id)
-        distilled_at = time.time() if at is None else at
-        await self._write_in_one_hop(
-            lambda db: mark_session_distilled_row(db, agent_id, session_id, distilled_at)
-        )
-
     # -- processing log ---------------------------------------------------------------------
 
     async def log_event(

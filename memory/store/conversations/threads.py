@@ -63,10 +63,3 @@ class ThreadQueries(Database):
             )
 
         await self._write_in_one_hop(write)
-
-    async def thread_summary_count(self, agent_id: str) -> int:
-        """How many sessions of the agent have a summary kept (tests, upkeep)."""
-        value = await self._scalar(
-            "SELECT COUNT(*) FROM thread_summaries WHERE agent_id = ?", (require_agent(agent_id),)
-        )
-        return int(value or 0)

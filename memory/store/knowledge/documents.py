@@ -10,7 +10,6 @@ import sqlite3
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from mnemoproxy.memory.store.conversations.sessions import upsert_agent
 from mnemoproxy.memory.store.db import Database, require_agent
@@ -139,12 +138,3 @@ class DocumentQueries(Database):
         row = await self._fetchone(
             "SELECT 1 FROM documents WHERE agent_id = ? LIMIT 1", (require_agent(agent_id),))
         return row is not None
-
-    async def document_counts(self, agent_id: str) -> dict[str, Any]:
-        """How many documents and chunks the agent holds."""
-        row = await self._fetchone(
-            "SELECT (SELECT COUNT(*) FROM documents WHERE agent_id = ?), "
-            "(SELECT COUNT(*) FROM document_chunks WHERE agent_id = ?)",
-            (require_agent(agent_id), agent_id),
-        )
-        return {"documents": int(row[0]) if row else 0, "chunks": int(row[1]) if row else 0}

@@ -14,11 +14,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from mnemoproxy.memory.models import ProcedureDraft
-from mnemoproxy.memory.search.query_terms import STOP_WORDS, quoted
+from mnemoproxy.memory.search.query_terms import quoted
 from mnemoproxy.memory.store.conversations.sessions import upsert_agent
 from mnemoproxy.memory.store.db import Database, require_agent
 from mnemoproxy.memory.store.postgres import search as pg_search
-from mnemoproxy.memory.text.words import WORD
+from mnemoproxy.memory.text.words import STOP_WORDS, WORD
 
 # Words of a how-to question that say nothing of what it is about.
 _QUESTION_WORDS = frozenset({"how", "do", "does", "can", "should", "would", "steps", "step",

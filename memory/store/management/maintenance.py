@@ -13,9 +13,7 @@ import sqlite3
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
-import aiosqlite
-
-from mnemoproxy.memory.store.db import Database, require_agent
+from mnemoproxy.memory.store.db import Database, Writer, require_agent
 
 # (kind, stored salience, base time, source_count, use_count) -> salience as of now.
 SalienceNow = Callable[[str, float, float, int, int], float]
@@ -142,7 +140,7 @@ class MaintenanceQueries(Database):
 
 
 async def _live_episode(
-    db: aiosqlite.Connection, agent_id: str, episode_id: int
+    db: Writer[Any], agent_id: str, episode_id: int
 ) -> sqlite3.Row | None:
     cursor = await db.execute(
         f"SELECT {_MERGED} FROM episodes WHERE agent_id = ? AND id = ? AND deleted_at IS NULL",

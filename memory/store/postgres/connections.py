@@ -32,12 +32,12 @@ from psycopg import pq
 from psycopg.rows import tuple_row
 
 from mnemoproxy.errors import InvalidArgument, MemoryFailure
-from mnemoproxy.memory.store.db import ConnectionThread
+from mnemoproxy.memory.store.db import ConnectionThread, Writer
 from mnemoproxy.memory.store.postgres.schema import PRIMARY_KEYS
 from mnemoproxy.memory.store.schema import Migration
 
 T = TypeVar("T")
-log = logging.getLogger("mnemoproxy.memory")
+log = logging.getLogger(__name__)
 # The advisory lock every write transaction holds (an arbitrary constant of this project),
 # the one held while a process migrates, and the background work's owner's.
 WRITE_LOCK = 0x6D6E656D6F
@@ -366,46 +366,9 @@ class Worker(ConnectionThread[Connection]):
             return work(self._conn)
 
 
-class AsyncCursor:
-    """What an awaited `AsyncWriter.execute` gives back (as aiosqlite's cursor)."""
-
-    def __init__(self, cursor: Cursor) -> None:
-        self._cursor = cursor
-        self.rowcount = cursor.rowcount
-
-    async def fetchone(self) -> Any:
-        return self._cursor.fetchone()
-
-    async def fetchall(self) -> list[Any]:
-        return self._cursor.fetchall()
-
-    async def __aenter__(self) -> AsyncCursor:
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        return None
-
-
-class AsyncWriter(Worker):
-    """The writer, also spoken to statement by statement from the event loop (aiosqlite's
-    calls that db.Database makes on its writer)."""
-
-    async def _execute(self, work: Callable[[], T]) -> T:
-        return await self.run(lambda _conn: work())
-
-    async def execute(self, sql: str, params: Iterable[Any] = ()) -> AsyncCursor:
-        values = tuple(params)
-        return AsyncCursor(await self.run(lambda conn: conn.execute(sql, values)))
-
-    async def executemany(self, sql: str, rows: Iterable[Iterable[Any]]) -> AsyncCursor:
-        listed = [tuple(row) for row in rows]
-        return AsyncCursor(await self.run(lambda conn: conn.executemany(sql, listed)))
-
-    async def commit(self) -> None:
-        await self.run(lambda conn: conn.commit())
-
-    async def rollback(self) -> None:
-        await self.run(lambda conn: conn.rollback())
+class AsyncWriter(Worker, Writer[Connection]):
+    """The writer, also spoken to statement by statement from the event loop (the calls
+    db.Database makes on its writer)."""
 
     @property
     def in_transaction(self) -> bool:

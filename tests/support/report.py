@@ -1,4 +1,5 @@
-"""Benchmark figures (the dicts `main()` returns) as Markdown tables, for BENCHMARKS.md.
+"""Benchmark figures (the dicts `main()` returns) as Markdown tables, for
+docs/results/benchmarks.md, and as JSON for the tests that run a benchmark as a script.
 
 A list of flat dicts is one table, a column per key; a dict's plain values are a
 figure/value table, and each nested value gets its own bold caption and tables; a dict
@@ -8,8 +9,14 @@ name column.
 
 from __future__ import annotations
 
+import json
+import os
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+
+# When set, a benchmark run as a script also writes its figures there, as JSON.
+FIGURES_FILE_ENV = "MNEMO_BENCH_FIGURES_FILE"
 
 
 def publish(text: str, results_file: Path) -> None:
@@ -64,3 +71,12 @@ def markdown(figures: Any) -> list[str]:
         if name not in plain:
             lines += ["", f"**{name}**", "", *markdown(value)]
     return lines
+
+
+def run_as_script(main: Callable[[], Any]) -> None:
+    """Run a benchmark's `main` as `python -m` does; its figures also go to the file
+    $MNEMO_BENCH_FIGURES_FILE names, as JSON, when it is set."""
+    figures = main()
+    path = os.environ.get(FIGURES_FILE_ENV)
+    if path:
+        Path(path).write_text(json.dumps(figures, default=str), encoding="utf-8")

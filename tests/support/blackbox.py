@@ -14,6 +14,7 @@ working whatever the package layout behind `mnemoproxy serve` and the documented
 
 from __future__ import annotations
 
+import re
 import signal
 import subprocess
 import sys
@@ -262,3 +263,31 @@ def block_sections(block: str) -> Counter[str]:
         elif stripped.endswith(":") and len(stripped) < 60:
             heading = stripped.rstrip(":").lower()
     return counts
+
+
+# --- evidence in a block ---------------------------------------------------------------
+
+# An evidence turn is in the block when any stretch of this many of its characters is
+# (the data's own definition: "a 60-character excerpt inside what the upstream received"),
+# so a block that quotes the part of a long message that matters counts.
+EXCERPT_CHARS = 60
+_SPACE = re.compile(r"\s+")
+
+
+def norm(text: str) -> str:
+    """Whitespace collapsed, lower case: the block reflows text, evidence is matched as read."""
+    return _SPACE.sub(" ", text).strip().lower()
+
+
+@dataclass(frozen=True)
+class Evidence:
+    text: str  # the evidence turn, normalised
+
+    def found(self, block: str) -> bool:
+        """Any EXCERPT_CHARS-long stretch of the turn (all of a shorter one) in the block."""
+        if len(self.text) <= EXCERPT_CHARS:
+            return self.text in block
+        return any(
+            self.text[start : start + EXCERPT_CHARS] in block
+            for start in range(len(self.text) - EXCERPT_CHARS + 1)
+        )
