@@ -22,7 +22,7 @@ from collections.abc import AsyncIterator, Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Any, Generic, Protocol, TypeVar
+from typing import Any, Generic, Protocol, Self, TypeVar
 
 from mnemoproxy.errors import InvalidArgument, MemoryFailure
 from mnemoproxy.memory.store.cipher import Cipher
@@ -89,6 +89,17 @@ class ConnectionThread(Generic[C]):
         self._conn = conn
         self._closed = False
 
+    @classmethod
+    async def started(cls, thread_name: str, connect: Callable[[], C], *extra: Any) -> Self:
+        """A new thread named `thread_name` with the connection `connect()` opens on it."""
+        executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix=thread_name)
+        try:
+            conn = await asyncio.get_running_loop().run_in_executor(executor, connect)
+        except BaseException:
+            executor.shutdown(wait=False)
+            raise
+        return cls(executor, conn, *extra)
+
     def _attempt(self, work: Callable[[C], T]) -> T:
         """`work(connection)`, on the connection's thread."""
         return work(self._conn)
@@ -110,26 +121,26 @@ class ConnectionThread(Generic[C]):
             self._executor.shutdown(wait=False)
 
 
+def _sqlite(path: Path, cipher: Cipher, *pragmas: str) -> Callable[[], sqlite3.Connection]:
+    """Opens the database with these PRAGMAs set (on the thread that will use it)."""
+
+    def connect() -> sqlite3.Connection:
+        conn: sqlite3.Connection = cipher.connect(path)
+        for pragma in pragmas:
+            conn.execute(f"PRAGMA {pragma}")
+        return conn
+
+    return connect
+
+
 class Reader(ConnectionThread[sqlite3.Connection]):
     """The read-only connection and the one thread that uses it."""
 
     @classmethod
     async def open(cls, path: Path, cipher: Cipher) -> Reader:
-        executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="mnemo-sqlite-reader")
-
-        def connect() -> sqlite3.Connection:
-            conn: sqlite3.Connection = cipher.connect(path)
-            conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
-            conn.execute(f"PRAGMA mmap_size = {MMAP_BYTES}")
-            conn.execute("PRAGMA query_only = ON")
-            return conn
-
-        try:
-            conn = await asyncio.get_running_loop().run_in_executor(executor, connect)
-        except BaseException:
-            executor.shutdown(wait=False)
-            raise
-        return cls(executor, conn)
+        return await cls.started("mnemo-sqlite-reader", _sqlite(
+            path, cipher, f"busy_timeout = {BUSY_TIMEOUT_MS}", f"mmap_size = {MMAP_BYTES}",
+            "query_only = ON"))
 
 
 class Fetched:
@@ -186,23 +197,9 @@ class SqliteWriter(Writer[sqlite3.Connection]):
 
     @classmethod
     async def open(cls, path: Path, cipher: Cipher) -> SqliteWriter:
-        executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="mnemo-sqlite-writer")
-
-        def connect() -> sqlite3.Connection:
-            conn: sqlite3.Connection = cipher.connect(path)
-            conn.execute(f"PRAGMA busy_timeout = {WRITER_BUSY_TIMEOUT_MS}")
-            conn.execute("PRAGMA foreign_keys = ON")
-            conn.execute("PRAGMA synchronous = NORMAL")
-            conn.execute(f"PRAGMA mmap_size = {MMAP_BYTES}")
-            conn.execute("PRAGMA journal_mode = WAL")
-            return conn
-
-        try:
-            conn = await asyncio.get_running_loop().run_in_executor(executor, connect)
-        except BaseException:
-            executor.shutdown(wait=False)
-            raise
-        return cls(executor, conn)
+        return await cls.started("mnemo-sqlite-writer", _sqlite(
+            path, cipher, f"busy_timeout = {WRITER_BUSY_TIMEOUT_MS}", "foreign_keys = ON",
+            "synchronous = NORMAL", f"mmap_size = {MMAP_BYTES}", "journal_mode = WAL"))
 
 
 def require_agent(agent_id: str) -> str:

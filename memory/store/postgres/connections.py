@@ -340,14 +340,7 @@ class Worker(ConnectionThread[Connection]):
     @classmethod
     async def open(cls, url: str, *, writer: bool) -> Self:
         name = "mnemo-pg-writer" if writer else "mnemo-pg-reader"
-        executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix=name)
-        try:
-            conn = await asyncio.get_running_loop().run_in_executor(
-                executor, lambda: Connection.open(url, writer=writer))
-        except BaseException:
-            executor.shutdown(wait=False)
-            raise
-        return cls(executor, conn, url, writer)
+        return await cls.started(name, lambda: Connection.open(url, writer=writer), url, writer)
 
     def _attempt(self, work: Callable[[Connection], T]) -> T:
         """`work(connection)`; once more on a new connection when the server dropped this
