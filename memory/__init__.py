@@ -26,6 +26,8 @@ from mnemoproxy.memory.service import Memory
 from mnemoproxy.memory.store.conversations.threads import ThreadSummary
 from mnemoproxy.memory.store.knowledge.documents import StoredChunk, StoredDocument
 from mnemoproxy.memory.store.records import Fact
+from mnemoproxy.memory.text.language import detect_language, latin_language, script_language
+from mnemoproxy.memory.text.rarity import zipf
 from mnemoproxy.memory.text.words import CHATTER, STOP_WORDS, WORD, stem
 from mnemoproxy.memory.write.documents import DOCUMENT_EXTENSIONS
 from mnemoproxy.memory.write.pipeline import DistillOutcome, IngestResult
@@ -50,5 +52,9 @@ __all__ = [
     "StoredDocument",
     "ThreadSummary",
     "Turn",
+    "detect_language",
+    "latin_language",
+    "script_language",
     "stem",
+    "zipf",
 ]

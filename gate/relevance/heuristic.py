@@ -72,6 +72,15 @@ THROUGHOUT = 1.0
 # tests/benchmarks/bench_documents.py against generic prompts asked of the same agent.
 DOCUMENT_SHARE = 0.6
 DOCUMENT_MIN_WORDS = 2
+# A word memory holds in at most this share of the agent's items (or RARE_ITEMS) is rare
+# there: something the user named, not a topic the memory is full of.
+RARE_SHARE = 0.01
+RARE_ITEMS = 8
+# How common (Zipf scale) a word held rarely in memory may be in the language and still
+# say the question is about memory: in the user's own question, anything but an everyday
+# word; in any question, a word few texts use (a name of its own, "kibble").
+OWN_WORD_ZIPF = 5.0
+NAME_ZIPF = 3.0
 
 
 def _document_answers(evidence: Evidence) -> bool:
@@ -126,6 +135,10 @@ class HeuristicGate:
         personal = cues.personal
         if personal.own_past is not None:
             return GateDecision("episode", f"the user's own past: '{personal.own_past}'")
+        if personal.role_play:
+            return GateDecision("none", "a role-play or persona set-up")
+        if cues.has_payload:
+            return GateDecision("none", "a task on the material it hands over")
         asks = cues.is_question or cues.is_request
         if not asks or context.probe is None:
             return NO_CUE
@@ -137,8 +150,34 @@ class HeuristicGate:
             if evidence is not None and _document_answers(evidence):
                 return GateDecision(
                     "document", f"a document holds {evidence.document:.0%} of its words")
+        if personal.world_question and not personal.user_question:
+            # What the user tells of themselves beside a question anyone could ask (about
+            # the world, or advice as anyone in their place would want: "we did this in
+            # class last week: what is the derivative of ...?", "I'm nervous about
+            # speaking. How can I prepare?") is background to it.
+            personal.situated = None
         if personal.task and personal.situated is None:
             return GateDecision("none", "a task anyone could ask for")
+        if personal.asks_about_user is not None and not (personal.task or personal.advice):
+            # A question of the user's own whose words memory holds, beyond everyday ones:
+            # a thing, a place, a phrase they once used, however the question is worded.
+            evidence = evidence or await self._probe(context.probe, cues.names)
+            held = [] if evidence is None else evidence.words_held(OWN_WORD_ZIPF)
+            if held:
+                return GateDecision(
+                    "episode", f"the user's own words memory holds: {', '.join(held[:4])}",
+                    "medium")
+        if cues.is_question and not (personal.task or personal.advice):
+            # A question naming what only this memory knows ("Bruno's kibble brand?",
+            # "project marigold deadline?"): a word rare in the language that memory holds
+            # in a few places.
+            evidence = evidence or await self._probe(context.probe, cues.names)
+            held = [] if evidence is None else evidence.rare_words_held(
+                RARE_SHARE, RARE_ITEMS, NAME_ZIPF, unknown=False)
+            if held:
+                return GateDecision(
+                    "episode", f"names what only memory knows: {', '.join(held[:4])}",
+                    "medium")
         if not cues.is_question and personal.situated is None and personal.for_the_user is None:
             return GateDecision("none", "a request that names nothing of the user's own")
         if evidence is None:

@@ -4,5 +4,7 @@ stems, stop words, sentences and dates.
     text/
     ├── words.py     words, stop words and crude stems for comparing texts loosely
     ├── parsing.py   the blank spaCy pipeline and its sentence starts
-    └── dates.py     time expressions and the dates they name
+    ├── dates.py     time expressions and the dates they name
+    ├── language.py  which language a text is in (scripts, frequent words)
+    └── rarity.py    how common a word is in its language (wordfreq)
 """
