@@ -23,6 +23,7 @@ from mnemoproxy.memory import (
     Fact,
     Kind,
     SearchResult,
+    detect_language,
     latin_language,
     script_language,
     zipf,
@@ -223,6 +224,7 @@ class ReadPath:
         context = GateContext(
             known_entities=await self.memory.entity_names(agent_id), probe=probe,
             documents=await self.memory.has_documents(agent_id),
+            language=detect_language(split_request(text).instruction),
         )
         decision = await self.gate.decide(text, context)
         procedures = await self.procedures_for(agent_id, text)

@@ -34,6 +34,8 @@ from __future__ import annotations
 import asyncio
 import logging
 
+from mnemoproxy.gate.relevance.languages import Shape, read_shape
+from mnemoproxy.gate.relevance.payload import split_request
 from mnemoproxy.gate.relevance.scan import Cues, shared_scanner
 from mnemoproxy.gate.relevance.types import (
     Evidence,
@@ -81,6 +83,9 @@ RARE_ITEMS = 8
 # word; in any question, a word few texts use (a name of its own, "kibble").
 OWN_WORD_ZIPF = 5.0
 NAME_ZIPF = 3.0
+# In unspaced scripts a word's commonness cannot be told (its search terms are pairs of
+# characters): there, memory holding a question's words rarely is evidence enough.
+UNSPACED_NAMES = True
 
 
 def _document_answers(evidence: Evidence) -> bool:
@@ -129,6 +134,10 @@ class HeuristicGate:
 
     async def decide(self, message: str, context: GateContext) -> GateDecision:
         cues = shared_scanner().scan(message, context.known_entities)
+        if context.language != "en":
+            shape = read_shape(split_request(message).instruction, context.language)
+            if shape is not None:
+                return await self._decide_by_shape(shape, cues, context)
         decision = lexical_decision(cues)
         if decision is not None:
             return decision
@@ -162,7 +171,8 @@ class HeuristicGate:
             # A question of the user's own whose words memory holds, beyond everyday ones:
             # a thing, a place, a phrase they once used, however the question is worded.
             evidence = evidence or await self._probe(context.probe, cues.names)
-            held = [] if evidence is None else evidence.words_held(OWN_WORD_ZIPF)
+            held = [] if evidence is None else evidence.words_held(
+                OWN_WORD_ZIPF, RARE_SHARE, RARE_ITEMS)
             if held:
                 return GateDecision(
                     "episode", f"the user's own words memory holds: {', '.join(held[:4])}",
@@ -214,6 +224,38 @@ class HeuristicGate:
         if evidence.beats(UNNAMED, UNNAMED_MARGIN):
             return GateDecision("episode", f"stands out in memory: {seen}", "low")
         return GateDecision("none", f"nothing stands out in memory: {seen}")
+
+    async def _decide_by_shape(
+        self, shape: Shape, cues: Cues, context: GateContext
+    ) -> GateDecision:
+        """A message in a language other than English, read by its lexicon: a task or
+        material handed over needs no memory; pointing back at what was said does; the
+        user's own question fires when memory holds its words; and any question may still
+        name what only memory knows or stand out in it."""
+        language = context.language
+        if shape.task or cues.has_payload:
+            return GateDecision("none", f"a task anyone could ask for ({language})")
+        if shape.recall and (shape.first_person or shape.question):
+            return GateDecision("episode", f"points back at what was said ({language})")
+        if not shape.question or context.probe is None:
+            return GateDecision("none", f"no question to recall for ({language})")
+        evidence = await self._probe(context.probe, cues.names)
+        if evidence is None:
+            return GateDecision("none", "probe failed")
+        if shape.first_person:
+            held = evidence.words_held(OWN_WORD_ZIPF, RARE_SHARE, RARE_ITEMS)
+            if held:
+                return GateDecision("episode", f"the user's own words memory holds "
+                                    f"({language}): {', '.join(held[:4])}", "medium")
+        held = evidence.rare_words_held(RARE_SHARE, RARE_ITEMS, NAME_ZIPF,
+                                        unknown=shape.first_person or UNSPACED_NAMES)
+        if held:
+            return GateDecision("episode", f"names what only memory knows ({language}): "
+                                f"{', '.join(held[:4])}", "medium")
+        seen = f"nearest {evidence.similarity:.2f}"
+        if evidence.beats(UNNAMED, UNNAMED_MARGIN):
+            return GateDecision("episode", f"stands out in memory: {seen}", "low")
+        return GateDecision("none", f"nothing stands out in memory ({language}): {seen}")
 
     async def _probe(self, probe: Probe, names: list[str]) -> Evidence | None:
         try:

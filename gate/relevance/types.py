@@ -64,10 +64,19 @@ class Evidence:
     # that cannot be told, as for unspaced scripts).
     commonness: Mapping[str, float | None] = field(default_factory=dict)
 
-    def words_held(self, below: float) -> list[str]:
+    def words_held(self, below: float, share: float, least: int) -> list[str]:
         """The message's words memory holds at all that are less common than `below` in
-        the language (or whose commonness cannot be told), numbers aside."""
-        return self.rare_words_held(share=1.0, least=0, below=below)
+        the language, numbers aside; a word whose commonness cannot be told (a pair of
+        characters that is no word) only where memory holds it rarely (see
+        rare_words_held)."""
+        limit = max(least, share * self.items)
+        return [
+            word for word, count in self.words.items()
+            if count > 0 and not word.isdigit() and (
+                ((commonness := self.commonness.get(word)) is not None and commonness < below)
+                or (commonness is None and count <= limit)
+            )
+        ]
 
     def rare_words_held(
         self, share: float, least: int, below: float, unknown: bool = True
@@ -121,12 +130,15 @@ class GateContext:
     known_entities: names the agent's memory knows (people, pets, projects); a mention
     is a memory cue. probe: retrieval against the agent's memory (see Evidence); None
     when the caller has no store to ask. documents: the agent holds documents (a knowledge
-    base), so any question may be one of them answers.
+    base), so any question may be one of them answers. language: the message's.
     """
 
     known_entities: Sequence[str] = ()
     probe: Probe | None = None
     documents: bool = False
+    # The language the message's own words are in (ISO 639-1): English is read by the
+    # full cue patterns, other languages by their lexicon (relevance/languages.py).
+    language: str = "en"
 
 
 class Gate(Protocol):

@@ -13,8 +13,9 @@ import math
 import threading
 from functools import lru_cache
 
-# Languages whose words are not separated by spaces: a search term there is a run of
-# characters, not a word, so no frequency is looked up.
+# Languages whose words are not separated by spaces: a search term there is a pair of
+# neighbouring characters ("旺 财"), looked up as the word it would be ("旺财"); a pair
+# that is no word of the language cannot be told (None).
 UNSPACED = frozenset({"zh", "ja", "ko", "th"})
 _lock = threading.Lock()
 
@@ -31,11 +32,13 @@ def _frequencies(language: str) -> dict[str, float]:
 
 def zipf(word: str, language: str) -> float | None:
     """The word's frequency on the Zipf scale (0.0: not among the language's common words),
-    or None where it cannot be told (an unspaced language, a language without a list)."""
-    if language in UNSPACED:
-        return None
+    or None where it cannot be told (a language without a list; in an unspaced script,
+    a pair of characters that is no word)."""
     frequencies = _frequencies(language)
     if not frequencies:
         return None
-    frequency = frequencies.get(word.lower(), 0.0)
-    return math.log10(frequency * 1e9) if frequency > 0 else 0.0
+    unspaced = language in UNSPACED
+    frequency = frequencies.get(word.replace(" ", "") if unspaced else word.lower(), 0.0)
+    if frequency > 0:
+        return math.log10(frequency * 1e9)
+    return None if unspaced else 0.0

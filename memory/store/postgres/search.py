@@ -25,8 +25,9 @@ _NORMALISATION = 1 | 32
 
 
 def term_query(placeholder: str = "?") -> str:
-    """The tsquery of one term (a word, stemmed as the documents are)."""
-    return f"plainto_tsquery('{TEXT_SEARCH_CONFIG}', {placeholder})"
+    """The tsquery of one term (a word, stemmed as the documents are; or two characters
+    of an unspaced script, side by side)."""
+    return f"phraseto_tsquery('{TEXT_SEARCH_CONFIG}', {placeholder})"
 
 
 def any_term(count: int) -> str:
