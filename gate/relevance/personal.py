@@ -338,9 +338,9 @@ def _speaks_of_user(words: Sequence[str]) -> str | None:
             continue
         if word in SECOND_PERSON:
             return None
-        # The user alone: "we", "us" and "our" are as often people at large ("why do
-        # onions make us cry?", "do we have a duty to ...?").
-        if word == "my" or (word == "me" and before not in CAUSING):
+        # "We" and "us" are as often people at large ("why do onions make us cry?", "do
+        # we have a duty to ...?"); "our" with a thing is mostly the user's household.
+        if word in ("my", "our") or (word == "me" and before not in CAUSING):
             return word
         following = words[i + 1] if i + 1 < len(words) else ""
         if word == "i" and (
