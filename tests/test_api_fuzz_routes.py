@@ -157,7 +157,7 @@ def test_fact_edits_of_any_shape_never_get_a_server_error(server: ProxyServer) -
     @settings(max_examples=EXAMPLES, deadline=None, database=None,
               suppress_health_check=[HealthCheck.too_slow])
     @given(body=st.fixed_dictionaries({}, optional={
-        "content": texts | json_values, "salience": json_values, "pinned": json_values,
+        "content": texts | json_values, "salience": json_values, "keep": json_values,
     }) | json_values, target=st.sampled_from([str(fact_id), "0", "-1", "99999999999999999999",
                                               "x", "1.5"]))
     def check(body: Any, target: str) -> None:

@@ -125,19 +125,19 @@ def test_a_facts_history_a_forgotten_session_and_a_deleted_episode(memory_proxy,
     assert httpx.delete(f"{url}/agents/dana/episodes/{episode['id']}").status_code == 404
 
 
-def test_a_pinned_fact_outlives_consolidation(memory_proxy):
+def test_a_kept_fact_outlives_consolidation(memory_proxy):
     url = memory_proxy.url
     kept = httpx.post(url + "/agents/dana/facts", json={
-        "content": "User's passport expires in 2031.", "salience": 0.0, "pinned": True}).json()
+        "content": "User's passport expires in 2031.", "salience": 0.0, "keep": True}).json()
     faded = httpx.post(url + "/agents/dana/facts", json={
         "content": "User had toast today.", "salience": 0.0}).json()
-    assert kept["pinned"] and not faded["pinned"]
+    assert kept["keep"] and not faded["keep"]
     report = httpx.post(url + "/memory/consolidate", json={"agent_id": "dana"})
     assert report.status_code == 200, report.text
     current = [f["content"] for f in httpx.get(url + "/agents/dana/facts").json()["facts"]]
     assert current == ["User's passport expires in 2031."]
-    unpinned = httpx.patch(f"{url}/agents/dana/facts/{kept['id']}", json={"pinned": False})
-    assert unpinned.json()["pinned"] is False
+    let_go = httpx.patch(f"{url}/agents/dana/facts/{kept['id']}", json={"keep": False})
+    assert let_go.json()["keep"] is False
     httpx.post(url + "/memory/consolidate", json={"agent_id": "dana"})
     assert httpx.get(url + "/agents/dana/facts").json()["facts"] == []
 

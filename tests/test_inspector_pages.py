@@ -279,7 +279,7 @@ def test_inspector_edge_cases(memory_proxy):
     assert saved.status_code == 303 and saved.headers["location"].startswith(
         f"/ui/agents/carol/facts/{added['id']}?")
     fact = httpx.get(f"{url}/agents/carol/facts/{added['id']}").json()
-    assert fact["status"] == "current" and fact["pinned"] and fact["salience"] == 0.73
+    assert fact["status"] == "current" and fact["keep"] and fact["salience"] == 0.73
 
     # An agent id holding a slash is one agent, not a path.
     ingest(url, "alice/forget", "c1", "My cat is called Mia.", "2024-05-08")

@@ -466,6 +466,17 @@ CREATE TABLE distillation_claims (
 """
 
 
+# What is imported again is recognised: a session keeps the title its source gave it
+# (ChatGPT's), a document the hash of the bytes it was read from, so the same file is
+# skipped and a changed one under the same name replaces it.
+# The same statements serve PostgreSQL (postgres/schema.py, p004).
+IMPORT_IDENTITY = """
+ALTER TABLE sessions ADD COLUMN title TEXT NOT NULL DEFAULT '';
+ALTER TABLE documents ADD COLUMN content_hash TEXT NOT NULL DEFAULT '';
+CREATE INDEX documents_by_content ON documents (agent_id, content_hash);
+"""
+
+
 MIGRATIONS: tuple[Migration, ...] = (
     ("m001_initial", _M001_TABLES),
     ("m002_full_text_search", _M002_FTS),
@@ -500,6 +511,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     ("m012_procedures", _M012_PROCEDURES),
     # Which process distils a session now (memory/store/claims.py).
     ("m013_distillation_claims", _DISTILLATION_CLAIMS),
+    ("m014_import_identity", IMPORT_IDENTITY),
 )
 
 

@@ -16,6 +16,7 @@ import msgspec
 
 from mnemoproxy.gate import ReadResult, looks_like_instructions
 from mnemoproxy.memory import (
+    Change,
     ConsolidationReport,
     Fact,
     IngestResult,
@@ -43,8 +44,8 @@ def page_cursor(ids: list[int], limit: int) -> int | None:
 
 class FactView(msgspec.Struct):
     """One fact: current or superseded (`superseded_by` names the fact that replaced it),
-    how sure memory is of it (`salience`, sources, uses) and whether it is pinned (kept by
-    consolidation whatever its age). Times are unix seconds."""
+    how sure memory is of it (`salience`, sources, uses) and whether it is kept (`keep`:
+    consolidation never fades nor evicts it, whatever its age). Times are unix seconds."""
 
     id: int
     kind: FactKind
@@ -60,7 +61,7 @@ class FactView(msgspec.Struct):
     superseded_by: int | None
     created_at: float
     updated_at: float
-    pinned: bool
+    keep: bool
 
     @classmethod
     def of(cls, fact: Fact, conversation_id: str | None = None) -> FactView:
@@ -79,7 +80,7 @@ class FactView(msgspec.Struct):
             superseded_by=fact.superseded_by,
             created_at=fact.created_at,
             updated_at=fact.updated_at,
-            pinned=fact.pinned_at is not None,
+            keep=fact.pinned_at is not None,
         )
 
 
@@ -184,11 +185,15 @@ class ImportReport(msgspec.Struct):
 
 
 class SessionSummary(msgspec.Struct):
-    """One session: its conversation id, when it started and had its last turn, when it
-    was distilled (null: not yet), and how many messages it holds."""
+    """One session: its conversation id, its `title` (an imported conversation's own; ""
+    when it has none), the start of its first user message (`first_message`, at most 200
+    characters), when it started and had its last turn, when it was distilled (null: not
+    yet), and how many messages it holds."""
 
     id: int
     conversation_id: str
+    title: str
+    first_message: str
     started_at: float
     last_turn_at: float | None
     distilled_at: float | None
@@ -284,17 +289,22 @@ class DistillReport(msgspec.Struct, kw_only=True, omit_defaults=True):
 
 
 class IngestReport(msgspec.Struct):
-    """The conversation is stored and, unless skipped, distilled."""
+    """The conversation is stored and, unless skipped, distilled. `conversation` says what
+    happened to it: `new`, `updated` (turns added to one memory held already) or
+    `unchanged` (it held every turn sent); `turns_skipped` counts the turns it held."""
 
     status: Literal["ok"]
     agent_id: str
     conversation_id: str
+    conversation: Change
     turns_ingested: int
+    turns_skipped: int
     distillation: DistillReport
 
     @classmethod
     def of(cls, agent_id: str, conversation_id: str, result: IngestResult) -> IngestReport:
-        return cls("ok", agent_id, conversation_id, result.turns_ingested,
+        return cls("ok", agent_id, conversation_id, result.conversation,
+                   result.turns_ingested, result.turns_skipped,
                    DistillReport(**result.distillation.as_dict()))
 
 
@@ -477,10 +487,14 @@ class DocumentChunk(msgspec.Struct):
 
 
 class DocumentStored(msgspec.Struct):
-    """The document is stored, cut into chunks and embedded: searches see it now."""
+    """The document is stored, cut into chunks and embedded: searches see it now.
+    `status`: `new`; `updated` when it replaced the agent's document of the same file name
+    (other content); `unchanged` when the agent held these very bytes already (nothing was
+    stored again: `document` is the one held)."""
 
     agent_id: str
     document: DocumentView
+    status: Change = "new"
 
 
 class DocumentDetail(msgspec.Struct):

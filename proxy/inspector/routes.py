@@ -236,7 +236,7 @@ async def add_fact(
     fact_id = await memory.add_fact(agent_id, _content(form), kind=kind,
                                     salience=0.5 if salience is None else salience)
     if form.get("pinned") == "true":
-        await memory.edit_fact(agent_id, fact_id, pinned=True)
+        await memory.edit_fact(agent_id, fact_id, keep=True)
     await record_change(request, memory, agent_id)
     return done(agent_url(agent_id), "fact-added")
 
@@ -255,7 +255,7 @@ async def edit_fact(
         content = None  # the text is as it was: no new fact, its counts and source kept
     current = await memory.edit_fact(
         agent_id, fact_id, content=content,
-        salience=_salience(form), pinned=form.get("pinned") == "true")
+        salience=_salience(form), keep=form.get("pinned") == "true")
     await record_change(request, memory, agent_id)
     return done(agent_url(agent_id, "facts", current), "fact-saved")
 
@@ -267,7 +267,7 @@ async def pin_fact(
 ) -> Redirect:
     agent_id, memory = agent_memory(request, agent_id, services)
     pinned = (await _form(request)).get("pinned") == "true"
-    await memory.edit_fact(agent_id, fact_id, pinned=pinned)
+    await memory.edit_fact(agent_id, fact_id, keep=pinned)
     await record_change(request, memory, agent_id)
     return done(agent_url(agent_id), "fact-pinned" if pinned else "fact-unpinned")
 

@@ -9,7 +9,7 @@ index; SQLite's trigger bodies become trigger functions. Steps are recorded in
 
 from __future__ import annotations
 
-from mnemoproxy.memory.store.schema import Migration
+from mnemoproxy.memory.store.schema import IMPORT_IDENTITY, Migration
 
 # The text search configuration: English stemming, as SQLite's porter tokenizer.
 # The GIN indexes over it are written through on every insert (fastupdate off): with
@@ -318,6 +318,8 @@ CREATE TABLE distillation_claims (
     until DOUBLE PRECISION NOT NULL
 );
 """),
+    # A session's title and a document's content hash (schema.py, m014).
+    ("p004_import_identity", IMPORT_IDENTITY),
 )
 
 # The conflict target of each table SQLite's INSERT OR REPLACE writes (its primary key).
