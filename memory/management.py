@@ -63,8 +63,12 @@ class Management:
     _with_documents: dict[str, tuple[bool, float]]
 
     async def _known(self, agent_id: str) -> None:
-        if not await self.store.has_agent(agent_id):
+        if not await self.has_agent(agent_id):
             raise NotFound(f"no agent {agent_id!r} in memory", param="agent_id")
+
+    async def has_agent(self, agent_id: str) -> bool:
+        """Whether memory holds anything of the agent."""
+        return await self.store.has_agent(agent_id)
 
     async def identity_facts(self, agent_id: str) -> list[Fact]:
         """The agent's current identity facts, most salient first (at most

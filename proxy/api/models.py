@@ -25,6 +25,7 @@ from mnemoproxy.memory import (
     StoredChunk,
     StoredDocument,
 )
+from mnemoproxy.proxy.relay.probe import UpstreamProbe
 
 FactKind = Literal["pinned", "identity"]
 NextCursor = Annotated[int | None, msgspec.Meta(
@@ -438,12 +439,30 @@ class MemoryHealth(msgspec.Struct):
     core_model: CoreModelBudget
 
 
+class UpstreamHealth(msgspec.Struct):
+    """The upstream model server: its URL (credentials hidden) and whether it accepted a
+    connection at the proxy's last look (at start-up, then at most every 30 s in the
+    background; null before the first): `error` says why not, `checked_at` when (unix
+    seconds)."""
+
+    url: str
+    reachable: bool | None
+    error: str | None
+    checked_at: float | None
+
+    @classmethod
+    def of(cls, probe: UpstreamProbe) -> UpstreamHealth:
+        last = probe.latest()
+        return cls(probe.url, last.reachable, last.error, last.checked_at)
+
+
 class Health(msgspec.Struct, kw_only=True, omit_defaults=True):
-    """Liveness. Admin callers (anyone, without keys) also get the upstream and memory's
-    state (`disabled` when memory is off); other callers get `status` alone."""
+    """Liveness: `status` is ok while the proxy serves, whatever the upstream does. Admin
+    callers (anyone, without keys) also get the upstream's state and memory's (`disabled`
+    when memory is off); other callers get `status` alone."""
 
     status: Literal["ok"]
-    upstream: str | None = None
+    upstream: UpstreamHealth | None = None
     memory: MemoryHealth | Literal["disabled"] | None = None
 
 

@@ -121,8 +121,9 @@ def serve(settings: Settings) -> None:
         "timeout_graceful_shutdown": 15,
     }
     if settings.workers > 1:  # several processes on the one port (proxy/cli/workers.py)
-        from mnemoproxy.proxy.cli.workers import serve_workers
+        from mnemoproxy.proxy.cli.workers import announce_once, serve_workers
 
+        announce_once(settings)
         serve_workers(settings, **options)
         return
     app = create_app(settings)
