@@ -98,11 +98,14 @@ def create_app(
     upstream: Upstream | None = None,
     memory_opener: MemoryOpener = open_memory,
     announce: bool = True,
+    watch_upstream: bool = True,
 ) -> Litestar:
     """Build the app. Collaborators can be passed in (tests pass fakes); whatever is not
     passed is created in the lifespan, so importing this module stays cheap. With
-    `announce` the lifespan logs the start-up report (proxy/startup.py); several workers
-    leave it to the `serve` that started them."""
+    `announce` the lifespan logs the start-up report (proxy/startup.py): several workers
+    leave it to the `serve` that started them. With `watch_upstream` it looks whether the
+    upstream can be reached at start-up (/health looks again later, in any case); the
+    command line's in-process app, which relays nothing, does not."""
     sys.setswitchinterval(SWITCH_INTERVAL_SECONDS)
     keys = KeyFile(keys_path(settings.keys_file, settings.data_dir))
     guard = Guard(settings, keys)
@@ -121,7 +124,8 @@ def create_app(
     async def lifespan(app: Litestar) -> AsyncIterator[None]:
         client = upstream or Upstream(settings)
         probe = UpstreamProbe(client)
-        first_look = asyncio.get_running_loop().create_task(probe.check())
+        looked = probe.check() if watch_upstream else asyncio.sleep(0, probe.last)  # not looked
+        first_look = asyncio.get_running_loop().create_task(looked)
         memory: Memory | None = None
         read_path: ReadPath | None = None
         try:

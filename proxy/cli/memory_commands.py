@@ -160,7 +160,8 @@ def _proxy(args: argparse.Namespace) -> Iterator[Proxy]:
     local = load_settings(cli={"data_dir": settings.data_dir, "host": "127.0.0.1",
                                "keys_file": str(Path(settings.data_dir) / "no-keys.json")},
                           config_file=args.config)
-    with TestClient(create_app(local), base_url="http://127.0.0.1", timeout=600) as http:
+    app = create_app(local, announce=False, watch_upstream=False)
+    with TestClient(app, base_url="http://127.0.0.1", timeout=600) as http:
         yield Proxy(http, where, remote=False)
 
 
