@@ -108,6 +108,12 @@ class Management:
         await self._known(agent_id)
         return await self.store.sessions_page(agent_id, limit=limit, after_id=after_id)
 
+    async def counts(self, agent_id: str) -> dict[str, int]:
+        """How much of each the agent holds (current identity and pinned facts, episodes,
+        sessions, messages, documents, procedures)."""
+        await self._known(agent_id)
+        return await self.store.agent_counts(agent_id)
+
     async def session(self, agent_id: str, session_id: int) -> dict[str, Any]:
         """One session as `sessions` lists it: key, title, times, messages, first words."""
         await self._known(agent_id)

@@ -41,6 +41,25 @@ class BrowseQueries(Database):
         )
         return [_session_of(r) for r in rows]
 
+    async def agent_counts(self, agent_id: str) -> dict[str, int]:
+        """How much of each the agent holds: current identity and pinned facts, live
+        episodes, sessions, messages, documents, procedures."""
+        require_agent(agent_id)
+        current = "valid_to IS NULL AND deleted_at IS NULL"
+        row = await self._fetchone(
+            f"SELECT (SELECT COUNT(*) FROM facts WHERE agent_id = ? AND kind = 'identity' "
+            f"AND {current}), (SELECT COUNT(*) FROM facts WHERE agent_id = ? "
+            f"AND kind = 'pinned' AND {current}), "
+            "(SELECT COUNT(*) FROM episodes WHERE agent_id = ? AND deleted_at IS NULL), "
+            "(SELECT COUNT(*) FROM sessions WHERE agent_id = ?), "
+            "(SELECT COUNT(*) FROM transcript WHERE agent_id = ?), "
+            "(SELECT COUNT(*) FROM documents WHERE agent_id = ?), "
+            "(SELECT COUNT(*) FROM procedures WHERE agent_id = ?)", (agent_id,) * 7)
+        assert row is not None
+        names = ("identity", "pinned", "episodes", "sessions", "messages", "documents",
+                 "procedures")
+        return dict(zip(names, (int(n) for n in row), strict=True))
+
     async def session_summary(self, agent_id: str, session_id: int) -> dict[str, Any] | None:
         """One session as `sessions_page` lists it; None when the agent has no such one."""
         row = await self._fetchone(
