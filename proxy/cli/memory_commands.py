@@ -238,11 +238,9 @@ def _export(proxy: Proxy, args: argparse.Namespace, out: Output) -> int:
         return 0
     Path(args.output).write_text(text, encoding="utf-8")
     records = sum(1 for line in text.splitlines() if line.strip())
-    if out.as_json:
-        out.json({"agent_id": args.agent_id, "records": records, "file": args.output})
-    else:
-        out.say(f"Wrote {count(records, 'record')} of {args.agent_id}'s memory to "
-                f"{args.output}.")
+    out.result({"agent_id": args.agent_id, "records": records, "file": args.output},
+               f"Wrote {count(records, 'record')} of {args.agent_id}'s memory to "
+               f"{args.output}.")
     return 0
 
 
@@ -262,37 +260,30 @@ def _forget(proxy: Proxy, args: argparse.Namespace, out: Output) -> int:
             out.note("Nothing was forgotten.")
             return 1
     answer = proxy.call("DELETE", f"/agents/{args.agent}")
-    if out.as_json:
-        out.json(answer)
-    else:
-        gone = counts(answer["forgotten"], ("session", "message", "fact", "episode"))
-        out.say(f"Forgot agent {args.agent_id}: {gone}.")
+    gone = counts(answer["forgotten"], ("session", "message", "fact", "episode"))
+    out.result(answer, f"Forgot agent {args.agent_id}: {gone}.")
     return 0
 
 
 def _consolidate(proxy: Proxy, args: argparse.Namespace, out: Output) -> int:
-    body = {"agent_id": args.agent_id} if args.agent_id else {}
-    report = proxy.call("POST", "/memory/consolidate", json=body)
-    if out.as_json:
-        out.json(report)
-    else:
-        out.say(f"Consolidated {count(report['agents'], 'agent')} in "
-                f"{report['seconds']:.1f} s: {count(report['facts_evicted'], 'fact')} "
-                f"evicted, {count(report['facts_promoted'], 'fact')} promoted, "
-                f"{count(report['episodes_merged'], 'episode')} merged, "
-                f"{count(report['episodes_pruned'], 'episode')} pruned.")
+    report = proxy.call("POST", "/memory/consolidate", json=_one_agent_or_all(args))
+    out.result(report, f"Consolidated {count(report['agents'], 'agent')} in "
+                       f"{report['seconds']:.1f} s: {count(report['facts_evicted'], 'fact')} "
+                       f"evicted, {count(report['facts_promoted'], 'fact')} promoted, "
+                       f"{count(report['episodes_merged'], 'episode')} merged, "
+                       f"{count(report['episodes_pruned'], 'episode')} pruned.")
     return 0
 
 
 def _dead_letters(proxy: Proxy, args: argparse.Namespace, out: Output) -> int:
-    body = {"agent_id": args.agent_id} if args.agent_id else {}
-    answer = proxy.call("POST", "/memory/dead-letters/retry", json=body)
-    if out.as_json:
-        out.json(answer)
-    else:
-        out.say(f"Queued {count(answer['sessions'], 'session')} "
-                f"({count(answer['turns'], 'turn')}) to be distilled again.")
+    answer = proxy.call("POST", "/memory/dead-letters/retry", json=_one_agent_or_all(args))
+    out.result(answer, f"Queued {count(answer['sessions'], 'session')} "
+                       f"({count(answer['turns'], 'turn')}) to be distilled again.")
     return 0
+
+
+def _one_agent_or_all(args: argparse.Namespace) -> dict[str, str]:
+    return {"agent_id": args.agent_id} if args.agent_id else {}
 
 
 # -- importing -----------------------------------------------------------------------------
@@ -313,13 +304,10 @@ def _import(proxy: Proxy, args: argparse.Namespace, out: Output) -> int:
     if kind == "export":
         answer = proxy.call("POST", f"/agents/{args.agent}/import", content=text.encode(),
                             headers={"Content-Type": "application/x-ndjson"})
-        if out.as_json:
-            out.json(answer)
-        else:
-            added = counts(answer["added"], ("session", "message", "fact", "episode",
-                                             "document", "procedure"))
-            out.say(f"Imported {path} into {args.agent_id}: {added} added (what it held "
-                    "already is not counted).")
+        added = counts(answer["added"], ("session", "message", "fact", "episode", "document",
+                                         "procedure"))
+        out.result(answer, f"Imported {path} into {args.agent_id}: {added} added (what it "
+                           "held already is not counted).")
         return 0
     tally = dict.fromkeys((*CHANGES, "turns_ingested", "turns_skipped"), 0)
     with out.progress() as progress:
@@ -336,14 +324,11 @@ def _import(proxy: Proxy, args: argparse.Namespace, out: Output) -> int:
             tally["turns_ingested"] += answer["turns_ingested"]
             tally["turns_skipped"] += answer["turns_skipped"]
             progress.advance(task)
-    if out.as_json:
-        out.json({"agent_id": args.agent_id, "format": kind,
-                  "conversations": len(conversations), **tally})
-    else:
-        out.say(f"Imported {count(len(conversations), 'conversation')} into "
-                f"{args.agent_id}: {_changes(tally)}; "
-                f"{count(tally['turns_ingested'], 'turn')} added, "
-                f"{count(tally['turns_skipped'], 'turn')} held already.")
+    out.result({"agent_id": args.agent_id, "format": kind,
+                "conversations": len(conversations), **tally},
+               f"Imported {count(len(conversations), 'conversation')} into {args.agent_id}: "
+               f"{_changes(tally)}; {count(tally['turns_ingested'], 'turn')} added, "
+               f"{count(tally['turns_skipped'], 'turn')} held already.")
     return 0
 
 
@@ -397,12 +382,10 @@ def _import_docs(proxy: Proxy, args: argparse.Namespace, out: Output) -> int:
                 out.note(f"{name}: {refusal(response)}")
             progress.advance(task)
     stored = sum(tally[change] for change in CHANGES)
-    if out.as_json:
-        out.json({"agent_id": args.agent_id, "documents": stored, **tally, "failed": failed})
-    else:
-        out.say(f"Imported {count(stored, 'document')} into {args.agent_id}: "
-                f"{_changes(tally)} ({count(tally['chunks'], 'chunk')})"
-                + (f"; {count(len(failed), 'file')} refused." if failed else "."))
+    out.result({"agent_id": args.agent_id, "documents": stored, **tally, "failed": failed},
+               f"Imported {count(stored, 'document')} into {args.agent_id}: "
+               f"{_changes(tally)} ({count(tally['chunks'], 'chunk')})"
+               + (f"; {count(len(failed), 'file')} refused." if failed else "."))
     return 1 if failed else 0
 
 

@@ -76,6 +76,13 @@ class Output:
         sys.stdout.write(json.dumps(value, ensure_ascii=False) + "\n")
         sys.stdout.flush()
 
+    def result(self, answer: Any, words: str) -> None:
+        """A command's result: the proxy's `answer` with --json, else `words`."""
+        if self.as_json:
+            self.json(answer)
+        else:
+            self.say(words)
+
     def say(self, text: str) -> None:
         """A sentence for people (standard output)."""
         self.console.print(text, markup=False, soft_wrap=True)
