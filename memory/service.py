@@ -58,7 +58,7 @@ from mnemoproxy.memory.search.vectors import VectorIndexes
 from mnemoproxy.memory.store import Store
 from mnemoproxy.memory.store.cipher import Cipher
 from mnemoproxy.memory.store.conversations.threads import ThreadSummary
-from mnemoproxy.memory.store.db import require_agent
+from mnemoproxy.memory.store.db import DB_FILE, require_agent
 from mnemoproxy.memory.store.knowledge.procedures import StoredProcedure
 from mnemoproxy.memory.store.postgres.connections import DatabaseOwnerLock
 from mnemoproxy.memory.store.records import item_type_of
@@ -160,6 +160,13 @@ class Memory(Management):
         self._reference_vectors: dict[tuple[str, ...], np.ndarray] = {}
         self._measured: OrderedDict[str, _Measured] = OrderedDict()
         self._with_documents: dict[str, tuple[bool, float]] = {}
+
+    @staticmethod
+    def held_at(settings: Settings) -> bool:
+        """Whether memory exists where `settings` point: a database file in data_dir (a
+        PostgreSQL store_url is taken to hold one). Commands that only read ask first, so
+        as not to create an empty memory wherever they happen to run."""
+        return bool(settings.store_url) or (Path(settings.data_dir) / DB_FILE).is_file()
 
     @classmethod
     async def open(
@@ -324,16 +331,20 @@ class Memory(Management):
         *,
         session_date: datetime | None = None,
         skip_extraction: bool = False,
+        title: str = "",
     ) -> IngestResult:
         """Seed memory with a whole conversation, distil it and embed it now (awaited): once
         this returns, reads see the conversation as they will later, vectors included, so
-        the same question gets the same memory right after an ingest as an hour later."""
+        the same question gets the same memory right after an ingest as an hour later.
+        Turns the conversation holds already are skipped (the result counts them); `title`
+        names the session (an imported conversation's own title)."""
         result = await self._writer.ingest(
             agent_id,
             conversation_id,
             turns,
             session_date=session_date,
             skip_extraction=skip_extraction,
+            title=title,
         )
         # Index files are written by the worker's schedule, not after every ingest.
         await self._worker.drain(flush=False)

@@ -84,7 +84,7 @@ class Cipher:
 
 def with_text_functions(conn: Any) -> Any:
     """`conn`, knowing the functions the schema's triggers call: the full-text mirrors cut
-    unspaced scripts with mnemo_spaced (migration m014). Any connection that writes the
+    unspaced scripts with mnemo_spaced (migration m015). Any connection that writes the
     store must know it."""
     conn.create_function(SQL_FUNCTION, 1, spaced, deterministic=True)
     return conn

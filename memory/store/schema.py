@@ -516,7 +516,7 @@ INSERT INTO {table}_fts ({table}_fts) VALUES ('rebuild');
 """
 
 
-_M014_UNSPACED_SCRIPTS = "".join(_spaced_fts(*spec) for spec in _SPACED_TABLES)
+_M015_UNSPACED_SCRIPTS = "".join(_spaced_fts(*spec) for spec in _SPACED_TABLES)
 
 
 # A lease on one session's distillation (memory/store/claims.py): gone with its session.
@@ -527,6 +527,17 @@ CREATE TABLE distillation_claims (
     holder TEXT NOT NULL,
     until REAL NOT NULL
 );
+"""
+
+
+# What is imported again is recognised: a session keeps the title its source gave it
+# (ChatGPT's), a document the hash of the bytes it was read from, so the same file is
+# skipped and a changed one under the same name replaces it.
+# The same statements serve PostgreSQL (postgres/schema.py, p004).
+IMPORT_IDENTITY = """
+ALTER TABLE sessions ADD COLUMN title TEXT NOT NULL DEFAULT '';
+ALTER TABLE documents ADD COLUMN content_hash TEXT NOT NULL DEFAULT '';
+CREATE INDEX documents_by_content ON documents (agent_id, content_hash);
 """
 
 
@@ -564,8 +575,10 @@ MIGRATIONS: tuple[Migration, ...] = (
     ("m012_procedures", _M012_PROCEDURES),
     # Which process distils a session now (memory/store/claims.py).
     ("m013_distillation_claims", _DISTILLATION_CLAIMS),
+    # A session's title and a document's content hash: imports recognise what is held.
+    ("m014_import_identity", IMPORT_IDENTITY),
     # Chinese, Japanese, Korean and Thai found by their words (memory/text/segments.py).
-    ("m014_unspaced_scripts", _M014_UNSPACED_SCRIPTS),
+    ("m015_unspaced_scripts", _M015_UNSPACED_SCRIPTS),
 )
 
 

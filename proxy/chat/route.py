@@ -20,6 +20,19 @@ from mnemoproxy.proxy.relay.sse import AssistantReply
 from mnemoproxy.proxy.relay.upstream import forward_headers
 from mnemoproxy.proxy.services import Services
 
+# Why memory took no part in a chat, told in headers (the body goes through untouched): a
+# client that forgot X-Agent-Id, or sent it empty, learns it from the first reply.
+NO_AGENT = ("no X-Agent-Id header: memory was neither read nor written; send "
+            "X-Agent-Id: <agent> to use it")
+EMPTY_AGENT = ("X-Agent-Id is empty: memory was neither read nor written; send "
+               "X-Agent-Id: <agent> to use it")
+MEMORY_OFF = "memory is disabled on this proxy (enabled = false)"
+
+
+def memory_off(hint: str) -> dict[str, str]:
+    return {"X-Memory-Section": "off", "X-Memory-Hint": hint}
+
+
 # An escaped UTF-16 surrogate; JSON decoding pairs them, and lets a lone one through.
 _SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
 
@@ -121,8 +134,6 @@ async def chat_completions(
         "POST", "/v1/chat/completions", headers=headers, content=raw
     )
     services.metrics.upstream[CHAT_ROUTE].observe(upstream_response.waited)
-    return await relay(
-        upstream_response,
-        extra_headers=plan.headers if plan is not None else None,
-        on_reply=on_reply,
-    )
+    why_not = memory_off(MEMORY_OFF if agent_id else EMPTY_AGENT)
+    return await relay(upstream_response, extra_headers=plan.headers if plan else why_not,
+                       on_reply=on_reply)

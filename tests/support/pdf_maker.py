@@ -14,8 +14,9 @@ def _escaped(line: str) -> str:
     return line.replace("\\", "\\\\").replace("(", "\\(").replace(")", "\\)")
 
 
-def make_pdf(pages: list[list[str]], title: str | None = None) -> bytes:
-    """The PDF's bytes."""
+def make_pdf(pages: list[list[str]], title: str | None = None,
+             bookmark: str | None = None) -> bytes:
+    """The PDF's bytes; `bookmark` adds an outline of one entry (to the first page)."""
     objects: list[bytes] = [b"", b""]  # the catalog and the page tree, filled in last
     catalog, tree = 1, 2
     objects.append(FONT)
@@ -29,7 +30,16 @@ def make_pdf(pages: list[list[str]], title: str | None = None) -> bytes:
         objects.append(b"<< /Length %d >>\nstream\n%s\nendstream" % (len(stream), stream))
         objects.append(PAGE % (tree, len(objects), font))
         kids.append(len(objects))
-    objects[catalog - 1] = b"<< /Type /Catalog /Pages %d 0 R >>" % tree
+    outline = b""
+    if bookmark:
+        objects.append(b"")  # the outline's root, filled in once its entry has a number
+        root = len(objects)
+        objects.append(b"<< /Title (%s) /Parent %d 0 R /Dest [%d 0 R /Fit] >>"
+                       % (_escaped(bookmark).encode("latin-1"), root, kids[0]))
+        objects[root - 1] = (b"<< /Type /Outlines /First %d 0 R /Last %d 0 R /Count 1 >>"
+                             % (len(objects), len(objects)))
+        outline = b" /Outlines %d 0 R" % root
+    objects[catalog - 1] = b"<< /Type /Catalog /Pages %d 0 R%s >>" % (tree, outline)
     references = b" ".join(b"%d 0 R" % kid for kid in kids)
     objects[tree - 1] = b"<< /Type /Pages /Kids [%s] /Count %d >>" % (references, len(kids))
     info = None

@@ -9,7 +9,7 @@ index; SQLite's trigger bodies become trigger functions. Steps are recorded in
 
 from __future__ import annotations
 
-from mnemoproxy.memory.store.schema import Migration
+from mnemoproxy.memory.store.schema import IMPORT_IDENTITY, Migration
 from mnemoproxy.memory.text.segments import UNSPACED_CLASS
 
 # The text search configuration: English stemming, as SQLite's porter tokenizer.
@@ -330,7 +330,7 @@ CREATE INDEX {table}_fts ON {table} USING gin (fts) WITH (fastupdate = off);
 """
 
 
-_P004_UNSPACED_SCRIPTS = f"""
+_P005_UNSPACED_SCRIPTS = f"""
 CREATE FUNCTION mnemo_spaced(text) RETURNS text LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
     SELECT regexp_replace($1, '([{UNSPACED_CLASS}])', ' \\1 ', 'g')
 $$;
@@ -349,8 +349,10 @@ CREATE TABLE distillation_claims (
     until DOUBLE PRECISION NOT NULL
 );
 """),
+    # A session's title and a document's content hash (schema.py, m014).
+    ("p004_import_identity", IMPORT_IDENTITY),
     # Chinese, Japanese, Korean and Thai found by their words (memory/text/segments.py).
-    ("p004_unspaced_scripts", _P004_UNSPACED_SCRIPTS),
+    ("p005_unspaced_scripts", _P005_UNSPACED_SCRIPTS),
 )
 
 # The conflict target of each table SQLite's INSERT OR REPLACE writes (its primary key).
