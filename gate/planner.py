@@ -37,6 +37,11 @@ EXCERPT_TOKENS = 50
 # A document chunk (150-300 tokens) contributes a longer excerpt: a passage of reference
 # text says less per sentence than a chat line (see tests/benchmarks/bench_documents.py).
 DOCUMENT_EXCERPT_TOKENS = 80
+# A fact stands for its turn when it holds at least this share of the question's weight
+# that the turn's excerpt holds.
+CARRY_SHARE = 0.75
+# How a fact shown in place of the turn it was drawn from is labelled in its conversation.
+DRAWN_SPEAKER = "noted"
 # A line's bullet and label; a conversation's date line.
 LINE_OVERHEAD = 4
 GROUP_OVERHEAD = 8
@@ -59,6 +64,9 @@ class PlannedItem:
     flagged: bool = False  # reads like instructions: shown quoted (gate/fence.py)
     label: str = ""  # a document chunk: its document's title and heading path
     excerpt_tokens: int = EXCERPT_TOKENS
+    # A fact drawn from this message: one piece of evidence in two forms, of which the
+    # block shows the shorter that keeps the question's words (`settle`).
+    drawn: PlannedItem | None = None
 
     @property
     def shown(self) -> str:
@@ -67,9 +75,14 @@ class PlannedItem:
         return f"[{self.label}] {line}" if self.label else line
 
     def settle(self) -> None:
-        if self.query is not None:
-            self.line = excerpt(self.line, self.query, self.excerpt_tokens)
-            self.query = None
+        if self.query is None:
+            return
+        query, self.query = self.query, None
+        self.line = excerpt(self.line, query, self.excerpt_tokens)
+        fact, self.drawn = self.drawn, None
+        if fact is not None and _carries(fact.line, self.line, query):
+            self.line, self.flagged = fact.line, fact.flagged
+            self.kind, self.item_id, self.speaker = fact.kind, fact.item_id, DRAWN_SPEAKER
 
 
 @dataclass
@@ -116,6 +129,15 @@ class ShownProcedure:
                    [show(step) for step in procedure.steps])
 
 
+def _carries(fact: str, turn: str, query: Query) -> bool:
+    """Whether a fact can stand for the excerpt of the turn it was drawn from: it is
+    shorter and keeps nearly as much of the question as the excerpt (the turn where the
+    fact would lose a detail asked for), judged by the question's words weighted by their
+    rarity (a name every line holds weighs little)."""
+    return (count_tokens(fact) < count_tokens(turn)
+            and query.score(fact) >= CARRY_SHARE * query.score(turn))
+
+
 def _date(ts: float | None) -> str:
     return datetime.fromtimestamp(ts, UTC).strftime("%Y-%m-%d") if ts else ""
 
@@ -143,52 +165,67 @@ def candidates(
 ) -> list[PlannedItem]:
     """Every kind competes on the hybrid score: a summary or a fact goes before a message
     only when it matches better (measured: leading with the gate's section displaced
-    evidence). Messages and summaries become excerpts for `question`. Text that reads like
-    instructions is flagged, or left out with `suspicious="omit"`."""
+    evidence). Messages and summaries become excerpts for `question`. A fact and the
+    message it was drawn from are one candidate, at the better rank of the two, shown in
+    one form. Text that reads like instructions is flagged, or left out with
+    `suspicious="omit"`."""
     query = Query.of(question, [r.text for r in results])
+    messages = {r.item_id: r for r in results if r.kind == "transcript"}
+    # The best-ranked fact drawn from each message among the results.
+    drawn: dict[int, SearchResult] = {}
+    for r in results:
+        source = r.provenance.get("source_message")
+        if r.kind == "pinned" and source in messages:
+            drawn.setdefault(int(source), r)
+    folded = {(r.kind, r.item_id) for r in drawn.values()}
     items: list[PlannedItem] = []
     seen: set[tuple[Kind, int]] = set()
     for result in results:
+        if result.kind == "identity":  # identity facts are added whole, apart
+            continue
+        if (result.kind, result.item_id) in folded:
+            message = messages[int(result.provenance["source_message"])]
+            if drawn[message.item_id] is not result:
+                continue  # another fact stands for that message
+            result = message  # the pair goes in at the fact's rank
         key = (result.kind, result.item_id)
-        if key in seen or result.kind == "identity":  # identity facts are added whole, apart
+        if key in seen:
             continue
         seen.add(key)
-        flagged = looks_like_instructions(result.text)
-        if flagged and suspicious == "omit":
+        item = _planned(result, query, suspicious)
+        if item is None:
             continue
-        text = fenced(result.text)
-        if result.kind == "document":
-            label = document_label(result.provenance)
-            flagged = flagged or looks_like_instructions(label)
-            if flagged and suspicious == "omit":
-                continue
-            items.append(PlannedItem(
-                "document", result.item_id, text, result.score, result.at, query=query,
-                flagged=flagged, label=fenced(label), excerpt_tokens=DOCUMENT_EXCERPT_TOKENS))
-            continue
-        if result.kind == "pinned":
-            items.append(PlannedItem(
-                "pinned", result.item_id, text, result.score, result.at, flagged=flagged))
-            continue
-        speaker = "summary" if result.kind == "episode" else (
-            "user" if result.provenance.get("role") == "user" else "assistant"
-        )
-        position = (int(result.provenance.get("turn_index", -1)), speaker != "user")
-        items.append(
-            PlannedItem(
-                result.kind,
-                result.item_id,
-                text,
-                result.score,
-                result.at,
-                _group(result),
-                speaker,
-                position,
-                query,
-                flagged,
-            )
-        )
+        fact = drawn.get(result.item_id) if result.kind == "transcript" else None
+        if fact is not None:
+            seen.add((fact.kind, fact.item_id))
+            item.drawn = _planned(fact, query, suspicious)
+        items.append(item)
     return items
+
+
+def _planned(result: SearchResult, query: Query, suspicious: str) -> PlannedItem | None:
+    """A search result as a candidate line (None: left out as suspicious)."""
+    flagged = looks_like_instructions(result.text)
+    if flagged and suspicious == "omit":
+        return None
+    text = fenced(result.text)
+    if result.kind == "document":
+        label = document_label(result.provenance)
+        flagged = flagged or looks_like_instructions(label)
+        if flagged and suspicious == "omit":
+            return None
+        return PlannedItem(
+            "document", result.item_id, text, result.score, result.at, query=query,
+            flagged=flagged, label=fenced(label), excerpt_tokens=DOCUMENT_EXCERPT_TOKENS)
+    if result.kind == "pinned":
+        return PlannedItem("pinned", result.item_id, text, result.score, result.at,
+                           flagged=flagged)
+    speaker = "summary" if result.kind == "episode" else (
+        "user" if result.provenance.get("role") == "user" else "assistant"
+    )
+    position = (int(result.provenance.get("turn_index", -1)), speaker != "user")
+    return PlannedItem(result.kind, result.item_id, text, result.score, result.at,
+                       _group(result), speaker, position, query, flagged)
 
 
 class Planner:
@@ -247,19 +284,35 @@ class Planner:
         chosen: list[PlannedItem] = []
         keys: list[str] = []
         groups: set[str] = set()
+        # A conversation shown by its summary alone, until a line of its own comes in.
+        summaries: dict[str, tuple[PlannedItem, int]] = {}
         used = count_tokens(self._render([], now, shown))
         for item in [*identity, *ranked]:
             if budget - used < MIN_LINE_TOKENS:
                 break  # nothing more fits
+            if item.speaker == "summary" and item.group in groups:
+                continue  # the conversation's own words are in already
             item.settle()
             key = _key(item.line)
-            if not key or any(key in other or other in key for other in keys):
-                continue  # a repeat of a line already chosen
+            summary = summaries.get(item.group) if item.speaker != "summary" else None
+            repeats = [other for other in keys if key in other or other in key]
+            if not key or (repeats and (summary is None or repeats != [_key(summary[0].line)])):
+                continue  # a repeat of a line already chosen (not of the summary it displaces)
             cost = count_tokens(item.shown) + LINE_OVERHEAD
             if item.group and item.group not in groups:
                 cost += GROUP_OVERHEAD
+            if summary is not None and used - summary[1] + cost + GROUP_OVERHEAD <= budget:
+                # The conversation's own words come in: its summary gives way to them.
+                at = chosen.index(summary[0])
+                del chosen[at], keys[at], summaries[item.group]
+                used -= summary[1]
+                cost += GROUP_OVERHEAD  # the summary had paid for the date line
+            elif repeats:
+                continue  # it would repeat the summary, which stays
             if used + cost > budget:
                 continue
+            if item.speaker == "summary" and item.group not in groups:
+                summaries[item.group] = (item, cost)
             chosen.append(item)
             keys.append(key)
             groups.add(item.group)

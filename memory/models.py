@@ -70,6 +70,9 @@ class FactDraft:
     salience: float = 0.5
     tags: list[str] = field(default_factory=list)
     slot: str | None = None
+    # Where the session said it: positions in the distilled SessionInput's turns (0 is the
+    # first). Empty when the distiller did not say.
+    source_turns: tuple[int, ...] = ()
 
 
 @dataclass

@@ -28,13 +28,17 @@ def session(turns: list[Turn] = TURNS) -> SessionInput:
     return SessionInput("agent", "s1", turns, session_date=datetime(2024, 5, 7))
 
 
-def answer(pinned: list[str] = (), identity: list[str] = (), **episode: Any) -> str:
+def answer(pinned: list[str] = (), identity: list[str] = (), turns: list[int] | None = None,
+           **episode: Any) -> str:
+    """A core model's answer; `turns`: the source turns every fact names (prompt numbers)."""
+    said = {} if turns is None else {"turns": turns}
     return json.dumps({
         "episode": {"summary": "User asked about JSON schemas and food in Porto.",
                     "topics": ["json"], "entities": ["Porto"], "decisions": [],
                     "action_items": [], "salience": 0.4, **episode},
-        "pinned_candidates": [{"content": c, "salience": 0.5, "tags": []} for c in pinned],
-        "identity_facts": list(identity),
+        "pinned_candidates": [{"content": c, "salience": 0.5, "tags": [], **said}
+                              for c in pinned],
+        "identity_facts": [{"content": c, **said} if said else c for c in identity],
     })
 
 
@@ -63,6 +67,64 @@ async def test_facts_from_the_assistants_words_are_not_the_users() -> None:
     ]))
     assert [f.content for f in result.pinned] == ["User is vegetarian"]
     assert result.ungrounded == 2
+
+
+@pytest.mark.parametrize("turn", [1, 2, 3])
+async def test_advice_and_copied_examples_stay_dropped_whichever_turn_they_name(
+    turn: int,
+) -> None:
+    invented = ["User should learn to cook bacalhau", "User likes Casa Guedes",
+                "User will try Casa Guedes", "User lives in Berlin",
+                "User's daughter is named Mia"]
+    result, _ = await distil(answer(pinned=invented, identity=invented, turns=[turn]))
+    assert result.pinned == [] and result.identity == []
+
+
+async def test_a_kept_fact_keeps_the_turn_it_names_or_the_one_that_says_it() -> None:
+    result, _ = await distil(answer(pinned=["User is vegetarian"], turns=[2]))
+    assert [(f.content, f.source_turns) for f in result.pinned] == [
+        ("User is vegetarian", (1,))]
+    result, _ = await distil(answer(pinned=["User is vegetarian"]))  # no turns named
+    assert [f.source_turns for f in result.pinned] == [(1,)]
+
+
+# Two people talking, as a shared chat log is imported: the one memory serves (here
+# Caroline) speaks on either side of a turn.
+DIALOGUE = [
+    Turn("Melanie: Any fun plans for the summer?",
+         "Caroline: Researching adoption agencies - it's been a dream to have a family. "
+         "Have you ever been to Lisbon?"),
+    Turn("Melanie: Young people's resilience is amazing. Care to share some stories?",
+         "Caroline: I mentor a transgender teen. We've been building up confidence and "
+         "finding positive strategies, and you should see how it pays off!"),
+    Turn("Caroline: My three dogs are all the same age, and they get along as a pack.",
+         "Melanie: Oh, Biscuit, Pepper and Rolo must keep you busy! Read up on pack walks."),
+]
+
+
+@pytest.mark.parametrize(("fact", "turns"), [
+    # A capable model's paraphrase of what the named turn's speaker said of themselves.
+    ("User is researching adoption agencies, dreaming of having a family.", [1]),
+    ("User mentors a transgender teen and works on building confidence.", [2]),
+    ("User mentors a transgender teen and works on building confidence.", None),
+    # A count written as a digit, the names only the other side said.
+    ("User has 3 dogs that get along well as a pack.", [3]),
+    ("User's dogs are named Biscuit, Pepper and Rolo.", [3]),
+])
+async def test_a_capable_models_true_facts_are_kept(fact: str, turns: list[int] | None) -> None:
+    result, _ = await distil(answer(pinned=[fact], turns=turns), turns=DIALOGUE)
+    assert [f.content for f in result.pinned] == [fact]
+
+
+@pytest.mark.parametrize("fact", [
+    "User should read up on pack walks.",  # the other side's advice
+    "User has been to Lisbon.",  # the other side's question
+    "User adopted a cat from a shelter.",  # said by nobody
+])
+async def test_the_other_sides_advice_and_questions_are_not_the_users(fact: str) -> None:
+    for turns in ([1], [3], None):
+        result, _ = await distil(answer(pinned=[fact], turns=turns), turns=DIALOGUE)
+        assert result.pinned == [], (fact, turns)
 
 
 async def test_identity_needs_the_users_own_first_person_statement() -> None:

@@ -14,6 +14,7 @@ from typing import Any
 import httpx
 import pytest
 
+from tests.support.fake_upstream import Reply
 from tests.support.memory_client import memory_settings, post, sdk, user_text_seen_upstream
 from tests.support.proxy_server import ProxyServer
 
@@ -143,6 +144,8 @@ def test_procedures_are_listed_added_edited_and_deleted(server, fake_upstream):
     assert edited.status_code == 200, edited.text
     assert edited.json()["steps"] == ["Stop the app", "Run restore.sh"]
     assert edited.json()["name"] == "restore a backup"
+    # A reply of its own, not the echo of the block: this conversation teaches nothing.
+    fake_upstream.enqueue(Reply("Happy to help."))
     ask(server, "ops", "How do I restore a backup?")
     assert "2. Run restore.sh" in user_text_seen_upstream(fake_upstream)
 

@@ -40,6 +40,38 @@ def test_block_never_exceeds_budget(budget, identity, ranked, kinds):
         assert block.text.startswith(FENCE_OPEN) and block.text.endswith(FENCE_CLOSE)
 
 
+@settings(max_examples=60, deadline=None)
+@given(
+    budget=st.integers(min_value=100, max_value=2000),
+    ranked=st.lists(st.tuples(lines, st.sampled_from(["summary", "user", "assistant"]),
+                              st.integers(0, 3)), max_size=40),
+)
+def test_summaries_giving_way_keep_the_block_within_budget(budget, ranked):
+    _planner.budget = budget
+    items = [PlannedItem("episode" if speaker == "summary" else "transcript", i, text, 1.0,
+                         NOW - group, f"session:{group}", speaker, (i, False))
+             for i, (text, speaker, group) in enumerate(ranked)]
+    block = _planner.fit([], items, NOW)
+    if block is not None:
+        assert block.tokens == count_tokens(block.text) <= budget
+        said = {item.group for item in block.items if item.speaker != "summary"}
+        assert not [i for i in block.items if i.speaker == "summary" and i.group in said]
+
+
+def test_a_summary_gives_way_to_its_conversations_own_words():
+    _planner.budget = 800
+    summary = PlannedItem("episode", 1, "User planned a trip to Lisbon in May.", 0.9, NOW,
+                          "session:1", "summary")
+    said = PlannedItem("transcript", 2, "I'm flying to Lisbon on May 3.", 0.8, NOW,
+                       "session:1", "user", (0, False))
+    other = PlannedItem("episode", 3, "User asked for a risotto recipe.", 0.7, NOW - 86_400,
+                        "session:2", "summary")
+    block = _planner.fit([], [summary, said, other], NOW)
+    assert block is not None
+    assert "flying to Lisbon" in block.text and "planned a trip" not in block.text
+    assert "risotto" in block.text  # a conversation with no line of its own keeps its summary
+
+
 def test_fill_prefers_rank_and_keeps_identity_first():
     _planner.budget = 150
     identity = _items("identity", ["User's name is Alice"])

@@ -1,13 +1,20 @@
-"""Keeping only what the user said: a check on every fact a core model distils.
+"""Keeping only what was said: a check on every fact a core model distils.
 
 Small models copy the examples of their prompt ("User lives in Berlin" for someone who
 never said so), take the assistant's suggestions for the user's facts, and fill identity
-with guesses. A fact is kept only when the user's own words in the session support it:
-every name and number it holds occurs there, and so do most of its other words. An
-identity fact needs more: a sentence where the user speaks of themselves ("I", "my") and
-says one of its words; a grounded fact without one is kept as an ordinary pinned fact.
-A fact must also be a statement about the user, not a fragment. The episode stays (it
-sums up both sides), minus entities the session never mentions.
+with guesses; capable ones paraphrase ("User is researching adoption agencies" for "I'm
+looking into adoption agencies"). A fact is kept when the session supports it (`Support`):
+every name and number it holds was said there (a name by either side: the user's people
+are often named by the other), and enough of its other words, compared by their roots
+(counts as digits, reporting verbs aside), were said by the user anywhere in the session,
+or meet in one turn: the turns the distiller named, else the turn that holds most of them.
+In that turn the other side's statements count too (in an imported conversation between
+two people, the one memory serves is not always on the user's side), never its advice or
+questions ("you should ...", "Try ...?"). A kept fact keeps those turns as its source.
+An identity fact needs more: a sentence where its speaker speaks of themselves ("I",
+"my") and says one of its words; a grounded fact without one is kept as an ordinary
+pinned fact. A fact must also be a statement about the user, not a fragment. The episode
+stays (it sums up both sides), minus entities the session never mentions.
 """
 
 from __future__ import annotations
@@ -24,19 +31,41 @@ from mnemoproxy.memory.models import (
     ProcedureDraft,
     SessionInput,
 )
-from mnemoproxy.memory.text.words import WORD, content_words
+from mnemoproxy.memory.text.language import detect_language
+from mnemoproxy.memory.text.parsing import MONTHS, WEEKDAYS
+from mnemoproxy.memory.text.words import WORD, content_words, root_words
 from mnemoproxy.memory.write.redact import REDACTED
 
 log = logging.getLogger(__name__)
 
 # Most of a fact's plain words must be the user's; its names and numbers all of them.
 MIN_SUPPORT = 0.6
-# "User" and "user's" are how facts are written, not what they say.
+# "User" and "user's" are how facts are written, not what they say; nor are the verbs a
+# capable model reports a statement with ("User mentioned that ...", "User believes ...").
 FACT_FRAME = frozenset({"user", "users"})
+REPORTING = frozenset(root_words(
+    "mention mentions mentioned say says said tell tells told note notes noted explain "
+    "explains explained describe describes described express expresses expressed share "
+    "shares shared emphasize emphasizes emphasized stress stresses stressed acknowledge "
+    "acknowledges acknowledged recognize recognizes recognized believe believes believed "
+    "think thinks thought feel feels felt find finds found consider considers considered "
+    "view views viewed"))
 MIN_STATEMENT_WORDS = 3
 _SPECIFIC = re.compile(r"\b(?:[A-Z][\w'’-]*|\d[\w.,:/-]*)")
 _FIRST_PERSON = frozenset({"i", "i'm", "im", "my", "me", "mine", "myself", "i've", "i'd"})
-_SENTENCE = re.compile(r"[^.!?\n]+")
+# A speaker speaking of themselves, or of a "we" they belong to.
+_SELF = _FIRST_PERSON | {"we", "we're", "we've", "we'd", "our", "ours", "us", "ourselves"}
+# Who a sentence speaks to: a reply that does is advice or an offer, not a self-statement.
+_SECOND_PERSON = frozenset({"you", "your", "yours", "yourself", "you're", "you've", "you'll",
+                            "you'd"})
+_SENTENCE = re.compile(r"[^.!?\n]+[.!?]*")
+# In one turn, fewer of a fact's words need be found than in the whole session: there they
+# must meet (docs/results/tuning.md).
+MIN_NAMED_SUPPORT = 0.4
+_CALENDAR = frozenset(root_words(" ".join((*WEEKDAYS, *MONTHS))))
+# What advice to the user is phrased with: such a fact rests on the user's words only, never
+# on the other side's ("Try the bacalhau" is not "User should try the bacalhau").
+_ADVICE = frozenset({"should", "could", "might", "ought", "must", "shall"})
 # A fact is about "User"; the words of a conversation's speakers mark a copied line.
 _SPEECH = frozenset({
     "i", "i'm", "im", "i'll", "i've", "i'd", "me", "my", "mine", "myself",
@@ -57,23 +86,24 @@ SUMMARY_FRAME = frozenset(content_words(
 
 
 def ground(distillation: Distillation, session: SessionInput) -> Distillation:
-    """`distillation` without the facts the user's words do not support."""
-    user_text = "\n".join(turn.user for turn in session.turns)
-    user_words = content_words(user_text)
-    said_of_self = _first_person_sentences(user_text)
+    """`distillation` without the facts the session does not support; each kept fact with
+    its source turns (those the distiller named, or the one that supports it best)."""
+    support = Support(session)
     identity: list[FactDraft] = []
     pinned: list[FactDraft] = []
     for fact in distillation.identity:
-        if not (is_statement(fact.content) and supported(fact.content, user_words)):
+        sources = support.sources(fact) if is_statement(fact.content) else None
+        if sources is None:
             continue
-        if speaks_of_self(fact.content, said_of_self):
+        fact = replace(fact, source_turns=sources)
+        if speaks_of_self(fact.content, support.said_of_self(fact), support.language):
             identity.append(fact)
         else:  # the user's words, but not about themselves: a fact, not their identity
             pinned.append(replace(fact, kind="pinned"))
-    pinned += [
-        f for f in distillation.pinned
-        if is_statement(f.content) and supported(f.content, user_words)
-    ]
+    for fact in distillation.pinned:
+        sources = support.sources(fact) if is_statement(fact.content) else None
+        if sources is not None:
+            pinned.append(replace(fact, source_turns=sources))
     procedures = grounded_procedures(distillation.procedures, session)
     episode = distillation.episode
     if episode is not None:
@@ -89,13 +119,78 @@ def ground(distillation: Distillation, session: SessionInput) -> Distillation:
     kept = {f.content for f in (*identity, *pinned)}
     for fact in (*distillation.identity, *distillation.pinned):
         if fact.content not in kept:
-            log.debug("dropped a fact the user's words do not support: %r", fact.content)
+            log.debug("dropped a fact the session does not support: %r", fact.content)
     return Distillation(
         episode=episode,
         pinned=pinned,
         identity=identity,
         ungrounded=distillation.ungrounded + proposed - len(identity) - len(pinned),
     )
+
+
+class Support:
+    """What one session lets a fact rest on.
+
+    The user's words anywhere in the session, as always; or the words of one turn, the
+    user's and what the other side stated there without speaking to the listener (no
+    "you", no question), fewer of the fact's words being needed (MIN_NAMED_SUPPORT) since
+    they must meet in that turn. The turns the distiller named are judged so; a fact
+    without them is judged by the turn that supports it best, where the other side's
+    statements count only when its speaker speaks of themselves ("I", "we"). Names may come
+    from either side anywhere in the session."""
+
+    def __init__(self, session: SessionInput) -> None:
+        user_text = "\n".join(turn.user for turn in session.turns)
+        self.language = language = detect_language(user_text)
+        self.user_words = root_words(user_text, language)
+        self.names = root_words(" ".join(
+            name for turn in session.turns for text in (turn.user, turn.assistant)
+            for name in _SPECIFIC.findall(text) if not name[:1].isdigit()), language)
+        self._user_self = _first_person_sentences(user_text, language)
+        self._user_turns = [root_words(turn.user, language) for turn in session.turns]
+        self._statements = [_statements(turn.assistant, language) for turn in session.turns]
+
+    def sources(self, fact: FactDraft) -> tuple[int, ...] | None:
+        """The turns `fact` rests on (empty: the session as a whole), None when nothing in
+        the session supports it."""
+        named = tuple(i for i in fact.source_turns if 0 <= i < len(self._user_turns))
+        if named and self._turn_supports(fact, named, self_only=False):
+            return named
+        best = self._best_turn(fact)
+        if supported(fact.content, self.user_words, self.names, language=self.language):
+            return named or best
+        if best and self._turn_supports(fact, best, self_only=True):
+            return best
+        return None
+
+    def said_of_self(self, fact: FactDraft) -> list[set[str]]:
+        return [*self._user_self, *(words for i in fact.source_turns
+                                    if 0 <= i < len(self._statements)
+                                    for words, of_self in self._statements[i] if of_self)]
+
+    def _turn_words(self, turns: tuple[int, ...], fact: str, *, self_only: bool) -> set[str]:
+        words = set().union(*(self._user_turns[i] for i in turns))
+        if _ADVICE & _speech_words(fact):  # advice to the user rests on the user's words
+            return words
+        return words.union(*(said for i in turns for said, of_self in self._statements[i]
+                             if of_self or not self_only))
+
+    def _turn_supports(self, fact: FactDraft, turns: tuple[int, ...], *,
+                       self_only: bool) -> bool:
+        words = self._turn_words(turns, fact.content, self_only=self_only)
+        return supported(fact.content, words, self.names, share=MIN_NAMED_SUPPORT,
+                         vouching=False, language=self.language)
+
+    def _best_turn(self, fact: FactDraft) -> tuple[int, ...]:
+        """The turn holding most of the fact's words (the first of equals); none when no
+        turn holds any."""
+        wanted = root_words(fact.content, self.language) - FACT_FRAME - REPORTING
+        best, best_count = (), 0
+        for i in range(len(self._user_turns)):
+            count = len(wanted & self._turn_words((i,), fact.content, self_only=True))
+            if count > best_count:
+                best, best_count = (i,), count
+        return best
 
 
 def grounded_procedures(
@@ -169,29 +264,50 @@ def _run_counts(words: list[str]) -> Counter[tuple[str, ...]]:
     return Counter(tuple(words[i : i + REPEAT_RUN]) for i in range(len(words) - REPEAT_RUN + 1))
 
 
-def supported(fact: str, words: set[str]) -> bool:
-    specific = {w for s in _SPECIFIC.findall(fact) for w in content_words(s)} - FACT_FRAME
-    if not specific <= words:
+def supported(fact: str, words: set[str], names: set[str] = frozenset(), *,
+              share: float = MIN_SUPPORT, vouching: bool = True, language: str = "en") -> bool:
+    """Every name and number of `fact` is in `words` (a name may also be in `names`), and
+    at least `share` of its other words are in `words`; with `vouching`, a name or number
+    it shares with `words` vouches for the rest."""
+    # The first word's capital marks the sentence; a weekday or month is the model's own
+    # reading of "yesterday" or "last week", as it is asked to write dates.
+    body = fact[:1].lower() + fact[1:]
+    specific = ({w for s in _SPECIFIC.findall(body) for w in root_words(s, language)}
+                - FACT_FRAME - _CALENDAR)
+    shared = specific & words
+    if not specific - shared <= {n for n in names if not n.isdigit()}:
         return False
-    plain = content_words(fact) - FACT_FRAME - specific
-    if not plain:
-        return bool(specific)
-    return len(plain & words) / len(plain) >= MIN_SUPPORT or bool(specific)
+    plain = root_words(fact, language) - FACT_FRAME - REPORTING - specific
+    if not plain:  # a fact of names alone rests on the words themselves
+        return bool(shared)
+    return len(plain & words) / len(plain) >= share or (vouching and bool(shared))
 
 
-def speaks_of_self(fact: str, sentences: list[set[str]]) -> bool:
-    wanted = content_words(fact) - FACT_FRAME
+def speaks_of_self(fact: str, sentences: list[set[str]], language: str = "en") -> bool:
+    wanted = root_words(fact, language) - FACT_FRAME
     return any(wanted & sentence for sentence in sentences)
 
 
-def _first_person_sentences(text: str) -> list[set[str]]:
+def _first_person_sentences(text: str, language: str) -> list[set[str]]:
+    """The words of each sentence of `text` in which its speaker speaks of themselves."""
+    return [root_words(sentence, language) for sentence in _SENTENCE.findall(text)
+            if _FIRST_PERSON & _speech_words(sentence)]
+
+
+def _statements(text: str, language: str) -> list[tuple[set[str], bool]]:
+    """The words of each sentence of `text` that states something rather than speaks to
+    the listener (no "you", not a question), and whether its speaker speaks of themselves."""
     out = []
     for sentence in _SENTENCE.findall(text):
-        words = {w.lower() for w in WORD.findall(sentence.replace("’", "'"))}
-        raw = set(sentence.lower().replace("’", "'").split())
-        if _FIRST_PERSON & (words | raw):
-            out.append(content_words(sentence))
+        said = _speech_words(sentence)
+        if not sentence.rstrip().endswith("?") and not _SECOND_PERSON & said:
+            out.append((root_words(sentence, language), bool(_SELF & said)))
     return out
+
+
+def _speech_words(sentence: str) -> set[str]:
+    plain = sentence.lower().replace("’", "'")
+    return set(WORD.findall(plain)) | set(plain.split())
 
 
 def _mentioned_entities_only(episode: EpisodeDraft, session: SessionInput) -> EpisodeDraft:

@@ -116,12 +116,15 @@ class LLMDistiller:
                 session.session_id, self.context_tokens, len(parts),
             )
         distilled = []
+        offset = 0
         async with self._slots:
             for turns in parts:
                 part = dataclasses.replace(session, turns=turns)
                 # Checked against the turns the model saw, before the parts are joined.
                 answer = await self._distil_part(part)
-                distilled.append(ground(_without_secrets(answer, session.session_id), part))
+                grounded = ground(_without_secrets(answer, session.session_id), part)
+                distilled.append(_shifted(grounded, offset))
+                offset += len(turns)
         return _joined(distilled)
 
     def parts(self, session: SessionInput) -> list[list[Turn]]:
@@ -200,6 +203,19 @@ class LLMDistiller:
             "assistant": _truncate(turn.assistant.strip(), self.max_reply_chars),
             "at": _format_moment(turn.at) if turn.at else "",
         }
+
+
+def _shifted(distillation: Distillation, offset: int) -> Distillation:
+    """A part's facts with their source turns counted from the session's first turn."""
+    if not offset:
+        return distillation
+
+    def shift(facts: list[FactDraft]) -> list[FactDraft]:
+        return [dataclasses.replace(f, source_turns=tuple(t + offset for t in f.source_turns))
+                for f in facts]
+
+    return dataclasses.replace(distillation, pinned=shift(distillation.pinned),
+                               identity=shift(distillation.identity))
 
 
 def _without_secrets(distillation: Distillation, session_id: str) -> Distillation:

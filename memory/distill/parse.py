@@ -59,6 +59,12 @@ def _strings(max_items: int, max_chars: int) -> dict[str, Any]:
     }
 
 
+# The turns a fact was said in, by the numbers the prompt gives them ("[Turn 3]").
+MAX_SOURCE_TURNS = 6
+_TURNS = {"type": "array", "maxItems": MAX_SOURCE_TURNS,
+          "items": {"type": "integer", "minimum": 1}}
+
+
 def distillation_schema(max_facts: int = MAX_FACTS) -> dict[str, Any]:
     """The answer's JSON Schema, written so that strict structured-output modes accept it:
     every property required, no extras. `max_facts` bounds each fact list (a shorter
@@ -89,15 +95,28 @@ def distillation_schema(max_facts: int = MAX_FACTS) -> dict[str, Any]:
                 "items": {
                     "type": "object",
                     "additionalProperties": False,
-                    "required": ["content", "salience", "tags"],
+                    "required": ["content", "salience", "tags", "turns"],
                     "properties": {
                         "content": {"type": "string", "maxLength": MAX_FACT_CHARS},
                         "salience": _SALIENCE,
                         "tags": _strings(4, 30),
+                        "turns": _TURNS,
                     },
                 },
             },
-            "identity_facts": _strings(max_facts, MAX_FACT_CHARS),
+            "identity_facts": {
+                "type": "array",
+                "maxItems": max_facts,
+                "items": {
+                    "type": "object",
+                    "additionalProperties": False,
+                    "required": ["content", "turns"],
+                    "properties": {
+                        "content": {"type": "string", "maxLength": MAX_FACT_CHARS},
+                        "turns": _TURNS,
+                    },
+                },
+            },
             PROCEDURES_KEY: {
                 "type": "array",
                 "maxItems": MAX_PROCEDURES,
@@ -338,17 +357,32 @@ def _facts(value: Any, *, kind: FactKind, salience: float) -> list[FactDraft]:
     facts: list[FactDraft] = []
     seen: set[str] = set()
     for item in _as_list(value):
+        turns: tuple[int, ...] = ()
         if isinstance(item, dict):
             content = _clean_item(next((item[k] for k in _FACT_TEXT_KEYS if k in item), None))
             fact_salience = _salience(item.get("salience"), salience)
             tags = _string_list(item.get("tags"))
+            turns = _turn_positions(item.get("turns"))
         else:
             content, fact_salience, tags = _clean_item(item), salience, []
         if content is None or _dedupe_key(content) in seen:
             continue
         seen.add(_dedupe_key(content))
-        facts.append(FactDraft(content=content, kind=kind, salience=fact_salience, tags=tags))
+        facts.append(FactDraft(content=content, kind=kind, salience=fact_salience, tags=tags,
+                               source_turns=turns))
     return facts
+
+
+def _turn_positions(value: Any) -> tuple[int, ...]:
+    """Turn numbers as the prompt gives them (1 is the first; "3" or 3.0 read as 3) as
+    positions from 0; anything else is left out."""
+    positions: list[int] = []
+    for item in _as_list(value)[:MAX_SOURCE_TURNS]:
+        text = _text(item)
+        number = float(text) if re.fullmatch(r"\d{1,6}(?:\.0*)?", text) else 0
+        if number >= 1 and int(number) - 1 not in positions:
+            positions.append(int(number) - 1)
+    return tuple(sorted(positions))
 
 
 def _string_list(value: Any) -> list[str]:

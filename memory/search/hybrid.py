@@ -16,7 +16,7 @@ import math
 import re
 import time
 from collections.abc import Callable, Collection
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -32,6 +32,7 @@ from mnemoproxy.memory.store import Store
 from mnemoproxy.memory.store.db import require_agent
 from mnemoproxy.memory.store.knowledge.retrieval import StoredItem
 from mnemoproxy.memory.store.records import ItemType, item_type_of
+from mnemoproxy.memory.text.words import content_words
 
 log = logging.getLogger(__name__)
 
@@ -55,6 +56,11 @@ SESSION_LIFT = 0.3
 # path asks for this (`neighbours=True`); a plain search returns matches only.
 NEIGHBOUR_LIFT = 0.1
 NEIGHBOUR_SOURCES = 20
+# A fact that says where it was said (fact_sources) and that turn's message that says it best
+# are one piece of evidence: each is lifted to FACT_LIFT of the other's score where that
+# beats its own. The best FACT_SOURCES facts and messages are paired.
+FACT_LIFT = 1.0
+FACT_SOURCES = 20
 # A name most of the agent's memory says ("When did Melanie go to the park?" in a history
 # of Melanie's conversations) is taken out of the search (common_terms.py), yet the question
 # is about that person: an item that names them gains NAME_LIFT (more would make the name a
@@ -161,13 +167,20 @@ class Retriever:
         if len(items) < top_k and len(ranked) > first:
             items.update(await self._fetch(agent_id, ranked[first:], since, wanted))
 
+        reading = neighbours and "transcript" in wanted
         adjacent = await self._neighbours(agent_id, ranked, items, fused, since) if (
-            neighbours and "transcript" in wanted) else {}
-        if adjacent:
+            reading) else {}
+        drawn = await self._drawn_from(agent_id, ranked, items, fused, since) if (
+            reading) else {}
+        if adjacent or drawn:
             known = set(ranked)
             ranked += [key for key in items if key not in known]
         lifts = _session_lifts(items, fused)
         borrowed = _neighbour_lifts(adjacent, fused)
+        by_facts = _fact_lifts(drawn, fused)
+        facts_of: dict[tuple[ItemType, int], list[int]] = {}
+        for fact_key, message_key in drawn.items():
+            facts_of.setdefault(message_key, []).append(fact_key[1])
         naming = _naming(names)
         results = []
         for key in ranked:
@@ -183,6 +196,11 @@ class Retriever:
             if borrowed.get(key):
                 components["neighbour"] = borrowed[key]
                 score += borrowed[key]
+            if by_facts.get(key):
+                components["fact"] = by_facts[key]
+                score += by_facts[key]
+            if key in drawn or key in facts_of:
+                item = _with_provenance(item, drawn.get(key), facts_of.get(key))
             if naming is not None and naming(item.text):
                 components["name"] = NAME_LIFT
                 score += NAME_LIFT
@@ -226,6 +244,40 @@ class Retriever:
                 items.setdefault(key, message)
                 fused.setdefault(key, 0.0)
         return {source: [m.item_id for m in near] for source, near in adjacent.items()}
+
+    async def _drawn_from(
+        self,
+        agent_id: str,
+        ranked: list[tuple[ItemType, int]],
+        items: dict[tuple[ItemType, int], StoredItem],
+        fused: dict[tuple[ItemType, int], float],
+        since: float | None,
+    ) -> dict[tuple[ItemType, int], tuple[ItemType, int]]:
+        """Facts that know where they were said, each with the message of its source
+        turns that says it best (by the words they share): for the best FACT_SOURCES facts
+        and the facts drawn from the best FACT_SOURCES messages. Those facts and messages
+        join `items`, and `fused` with a score of 0 where they were no candidate."""
+        best = [key for key in ranked if key in items]
+        facts = [i for t, i in best if t == "fact" and items[(t, i)].kind == "pinned"]
+        messages = [i for t, i in best if t == "transcript"][:FACT_SOURCES]
+        facts = list(dict.fromkeys([
+            *facts[:FACT_SOURCES], *await self.store.facts_drawn_from(agent_id, messages)]))
+        missing = [("fact", i) for i in facts if ("fact", i) not in items]
+        if missing:
+            items.update(await self._fetch(agent_id, missing, since, frozenset({"pinned"})))
+        sources = await self.store.fact_source_messages(
+            agent_id, [i for i in facts if ("fact", i) in items], since=since)
+        drawn: dict[tuple[ItemType, int], tuple[ItemType, int]] = {}
+        for fact_id, said in sources.items():
+            fact_key: tuple[ItemType, int] = ("fact", fact_id)
+            wanted = content_words(items[fact_key].text)
+            message = max(said, key=lambda m: len(wanted & content_words(m.text)))
+            key: tuple[ItemType, int] = ("transcript", message.item_id)
+            items.setdefault(key, message)
+            fused.setdefault(key, 0.0)
+            fused.setdefault(fact_key, 0.0)
+            drawn[fact_key] = key
+        return drawn
 
     async def _fetch(
         self,
@@ -365,6 +417,34 @@ def _neighbour_lifts(
                 if lift > lifts.get(to, 0.0):
                     lifts[to] = lift
     return lifts
+
+
+def _fact_lifts(
+    drawn: dict[tuple[ItemType, int], tuple[ItemType, int]],
+    fused: dict[tuple[ItemType, int], float],
+) -> dict[tuple[ItemType, int], float]:
+    """A fact and the message it was drawn from are one piece of evidence found by the words
+    of either: each gains what brings it to FACT_LIFT times the other's score."""
+    lifts: dict[tuple[ItemType, int], float] = {}
+    for fact_key, message_key in drawn.items():
+        for to, lender in ((message_key, fact_key), (fact_key, message_key)):
+            lift = FACT_LIFT * fused[lender] - fused[to]
+            if lift > lifts.get(to, 0.0):
+                lifts[to] = lift
+    return lifts
+
+
+def _with_provenance(
+    item: StoredItem, source: tuple[ItemType, int] | None, facts: list[int] | None
+) -> StoredItem:
+    """`item` with where a fact was said (`source_message`) or which facts a message
+    states (`facts`) in its provenance: the block shows one of the two."""
+    provenance = dict(item.provenance)
+    if source is not None:
+        provenance["source_message"] = source[1]
+    if facts:
+        provenance["facts"] = facts
+    return replace(item, provenance=provenance)
 
 
 def _naming(names: frozenset[str]) -> Callable[[str], bool] | None:

@@ -541,6 +541,22 @@ CREATE INDEX documents_by_content ON documents (agent_id, content_hash);
 """
 
 
+# Where each fact was said: the turns of the sessions it was distilled from (a fact stated
+# again gains the new turn). Search finds a turn by the facts drawn from it, and the block
+# shows one of the two; deleting a fact retracts what its turns said.
+# The same statements serve PostgreSQL (postgres/schema.py, p007).
+FACT_SOURCES = """
+CREATE TABLE fact_sources (
+    agent_id TEXT NOT NULL,
+    fact_id INTEGER NOT NULL REFERENCES facts(id) ON DELETE CASCADE,
+    session_id INTEGER NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
+    turn_index INTEGER NOT NULL,
+    PRIMARY KEY (fact_id, session_id, turn_index)
+);
+CREATE INDEX fact_sources_by_turn ON fact_sources (session_id, turn_index);
+"""
+
+
 MIGRATIONS: tuple[Migration, ...] = (
     ("m001_initial", _M001_TABLES),
     ("m002_full_text_search", _M002_FTS),
@@ -579,6 +595,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     ("m014_import_identity", IMPORT_IDENTITY),
     # Chinese, Japanese, Korean and Thai found by their words (memory/text/segments.py).
     ("m015_unspaced_scripts", _M015_UNSPACED_SCRIPTS),
+    ("m017_fact_sources", FACT_SOURCES),
 )
 
 

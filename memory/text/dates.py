@@ -16,15 +16,13 @@ from typing import TYPE_CHECKING
 
 from mnemoproxy.lazy import LazyResource
 from mnemoproxy.memory.text.parsing import MONTHS, WEEKDAYS, pipeline
+from mnemoproxy.memory.text.words import NUMBER_WORDS
 
 if TYPE_CHECKING:
     from spacy.matcher import Matcher
     from spacy.tokens import Span
 
-_NUMBER_WORDS = {
-    "a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6,
-    "seven": 7, "eight": 8, "nine": 9, "ten": 10, "eleven": 11, "twelve": 12,
-}
+_NUMBER_WORDS = {"a": 1, "an": 1} | {w: n for w, n in NUMBER_WORDS.items() if 0 < n <= 12}
 _UNIT_DAYS = {"day": 1, "week": 7, "month": 30, "year": 365}
 _UNITS = [u + s for u in _UNIT_DAYS for s in ("", "s")]
 _PREPOSITIONS = ["on", "by", "before", "until", "till", "for"]

@@ -366,6 +366,7 @@ class WritePath:
                     ended_at=last_at,
                     episode=distillation.episode,
                     facts=drafts,
+                    turn_indexes=[s.turn_index for s in signals],
                 ),
                 plan_facts=plan_fact_updates,
                 identity_max=self.identity_max_facts,

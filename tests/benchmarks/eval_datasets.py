@@ -173,20 +173,37 @@ def locomo_pairs(session: locomo.LocomoSession) -> list[tuple[str, str]]:
             for i in range(0, len(texts), 2)]
 
 
+def facts_drawn(sample: locomo.LocomoSample) -> dict[str, tuple[str, ...]]:
+    """The first speaker's annotated facts by the turn each was drawn from, as a capable
+    core model writes them (tests/support/annotated_core_model.py), normalised."""
+    drawn: dict[str, list[str]] = {}
+    name = re.compile(rf"\b{re.escape(sample.speaker_a)}\b")
+    for session in sample.sessions:
+        for text, dia_ids in session.sourced.get(sample.speaker_a, []):
+            for dia_id in dia_ids:
+                drawn.setdefault(dia_id, []).append(norm(name.sub("User", text)))
+    return {dia_id: tuple(texts) for dia_id, texts in drawn.items()}
+
+
 def category_name(category: int) -> str:
     return f"{category} {locomo.CATEGORY_NAMES[category]}"
 
 
-def locomo_plan(limit: int | None, today: date, generic: list[Probe]) -> Plan:
+def locomo_plan(limit: int | None, today: date, generic: list[Probe],
+                split: str | None = None) -> Plan:
     """One agent per conversation (agent id = sample id); its last session was yesterday.
     Categories 1-4, questions with evidence; with `limit`, the first so many per category
-    and only the conversations they need (and the first, for the generic prompts)."""
+    and only the conversations they need (and the first, for the generic prompts); with
+    `split`, only the conversations of that split (split_of their id)."""
     histories: list[History] = []
     probes: list[Probe] = []
     per_category: Counter[int] = Counter()
     for sample in locomo.load():
+        if split is not None and split_of(sample.sample_id) != split:
+            continue
         shift = shift_to(sample.sessions[-1].date.date(), today - timedelta(days=1))
         turns = {t.dia_id: t for t in sample.turns}
+        drawn = facts_drawn(sample)
         asked = []
         for q in sample.questions:
             if q.category not in locomo.RETRIEVAL_CATEGORIES or not q.evidence:
@@ -194,7 +211,8 @@ def locomo_plan(limit: int | None, today: date, generic: list[Probe]) -> Plan:
             if limit is not None and per_category[q.category] >= limit:
                 continue
             per_category[q.category] += 1
-            evidence = tuple(Evidence(norm(turns[d].labelled())) for d in q.evidence)
+            evidence = tuple(Evidence(norm(turns[d].labelled()), drawn.get(d, ()))
+                             for d in q.evidence)
             asked.append(Probe(sample.sample_id, category_name(q.category),
                                dates_shifted(q.question, shift), evidence, q.answer))
         if asked or not histories:
@@ -211,9 +229,10 @@ def locomo_plan(limit: int | None, today: date, generic: list[Probe]) -> Plan:
 
 
 def _read_jsonl(name: str) -> list[dict[str, Any]]:
-    path = DATA / name
-    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()
-            if line.strip()]
+    """Every record of data/<name>.jsonl and of its later batches, <name>_2.jsonl, ..."""
+    paths = sorted(DATA.glob(f"{name}*.jsonl"))
+    return [json.loads(line) for path in paths
+            for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
 
 
 def _own_history(agent_id: str, sessions: list[dict[str, Any]], today: date) -> History:
@@ -236,13 +255,14 @@ def _evidence(sessions: list[dict[str, Any]], where: list[list[int]]) -> tuple[E
 def personal_plan(today: date) -> Plan:
     """First-person questions about the user's own past, each with the history that
     answers it (one agent per question)."""
-    items = _read_jsonl("personal_questions.jsonl")
+    items = _read_jsonl("personal_questions")
     histories, probes = [], []
     for item in items:
         agent = f"personal-{item['id']}"
         histories.append(_own_history(agent, item["sessions"], today))
         probes.append(Probe(agent, f"{item['kind']} [{split_of(item['id'])}]",
-                            item["question"], _evidence(item["sessions"], item["evidence"])))
+                            item["question"], _evidence(item["sessions"], item["evidence"]),
+                            item.get("answer", "")))
     kinds = sorted({item["kind"] for item in items})
     order = [f"{k} [{s}]" for s in ("tune", "held") for k in kinds]
     return Plan("personal", histories, probes, order)
@@ -254,7 +274,7 @@ LANGUAGES = ("en", "de", "es", "fr", "ru", "zh", "ja", "ko", "pt")
 def multilingual_plan(today: date) -> Plan:
     """Personas in nine languages: six facts said in passing, asked back in the same
     language, and generic requests in that language asked of the same agent."""
-    personas = _read_jsonl("multilingual.jsonl")
+    personas = _read_jsonl("multilingual")
     histories, probes, generic = [], [], []
     for persona in personas:
         agent = f"ml-{persona['id']}"
@@ -273,10 +293,8 @@ def multilingual_plan(today: date) -> Plan:
 def generic_probes() -> list[Probe]:
     """Requests anyone could send, by kind and split (the agent is set per plan)."""
     probes = [Probe("", f"{GENERIC}: vicuna [dev]", p) for p in vicuna_prompts()]
-    path = DATA / "generic_prompts.jsonl"
-    if path.is_file():
-        probes += [Probe("", f"{GENERIC}: {item['kind']} [{split_of(item['id'])}]",
-                         item["prompt"]) for item in _read_jsonl(path.name)]
+    probes += [Probe("", f"{GENERIC}: {item['kind']} [{split_of(item['id'])}]",
+                     item["prompt"]) for item in _read_jsonl("generic_prompts")]
     return probes
 
 

@@ -53,6 +53,7 @@ from tests.benchmarks.eval_datasets import (
     personal_plan,
 )
 from tests.support import locomo, longmemeval
+from tests.support.annotated_core_model import AnnotatedCoreModel
 from tests.support.backends import add_store_backend_argument, store_backend
 from tests.support.blackbox import (
     Asker,
@@ -73,7 +74,12 @@ from tests.support.report import run_as_script
 
 ROOT = Path(__file__).resolve().parents[2]
 DATASETS = ("longmemeval", "oracle", "locomo", "personal", "multilingual", "generic")
-MODES = {"transcript": ("transcript only", True), "distilled": ("with distillation", False)}
+MODES = {"transcript": ("transcript only", True), "distilled": ("with distillation", False),
+         "annotated": ("with a capable model's distillation", False)}
+# The core model of mode "annotated": LoCoMo's own annotations, played by the fake upstream.
+ANNOTATED_MODEL = "annotated-core"
+ANNOTATED_SETTINGS = {"core_model": ANNOTATED_MODEL, "core_context_tokens": "200000",
+                      "core_max_tokens": "8000"}
 
 METHOD = """\
 How it is measured: each dataset and mode runs in a fresh proxy (`mnemoproxy serve`, a
@@ -209,6 +215,9 @@ class Run:
     messages_added_by_asking: int = 0
     sections: dict[str, float] = field(default_factory=dict)
     neighbour_turns: int = 0  # a big agent beside the evaluated ones (--neighbour)
+    # The distillations' counts (facts_added, facts_ungrounded, ...) and, in mode
+    # "annotated", the facts the played model proposed.
+    distilled: Counter[str] = field(default_factory=Counter)
 
 
 def reason_kind(reason: str) -> str:
@@ -233,18 +242,28 @@ def run_plan(
     run = Run(plan.dataset, mode)
     name = f"{plan.dataset} {label}"
     run.agent = plan.histories[0].agent_id
+    core_model = None
+    if mode == "annotated":
+        core_model = AnnotatedCoreModel(locomo.load(), {
+            (h.agent_id, int(s.conversation_id.removeprefix("session_"))): s.turns
+            for h in plan.histories for s in h.sessions})
+        settings = {**settings, **ANNOTATED_SETTINGS}
     with (
         FakeUpstream() as fake,
         tempfile.TemporaryDirectory(prefix="eval-memory-") as tmp,
         running_proxy(fake.base_url, Path(tmp), settings) as url,
     ):
+        if core_model is not None:
+            fake.answer_model(ANNOTATED_MODEL, core_model)
         task = progress.add_task(f"{name}: ingest",
                                  total=sum(len(h.sessions) for h in plan.histories))
         started = time.perf_counter()
         if neighbour is not None:
             run.neighbour_turns = ingest(url, [neighbour], skip_extraction=True)
         run.turns = ingest(url, plan.histories, skip_extraction=skip_extraction,
-                           advance=lambda: progress.advance(task))
+                           advance=lambda: progress.advance(task), distilled=run.distilled)
+        if core_model is not None:
+            run.distilled["facts_proposed"] = core_model.proposed
         run.ingest_seconds = time.perf_counter() - started
         progress.update(task, description=f"{name}: embeddings")
         run.store = wait_for_embeddings(url)
@@ -361,6 +380,14 @@ def run_notes(run: Run) -> str:
         f"then {run.embedding_wait_seconds:.0f} s until every item was embedded; asking: "
         f"{run.ask_seconds:.0f} s."
     )
+    d = run.distilled
+    if d.get("facts_proposed"):
+        kept = d.get("facts_proposed", 0) - d.get("facts_ungrounded", 0)
+        notes += (f" The core model proposed {d['facts_proposed']:,} facts; grounding kept "
+                  f"{kept:,} ({kept / d['facts_proposed']:.3f}).")
+    elif d:
+        notes += (f" Distillation: {d.get('facts_added', 0):,} facts added, "
+                  f"{d.get('facts_ungrounded', 0):,} not grounded in the user's words.")
     if run.messages_added_by_asking:
         notes += f" Asking added {run.messages_added_by_asking} messages to the store!"
     if run.sections:
@@ -448,7 +475,8 @@ def parse_setting(text: str) -> tuple[str, str]:
     return name.strip().replace("-", "_"), value
 
 
-def plans(datasets: Sequence[str], limit: int | None, console: Console) -> list[Plan]:
+def plans(datasets: Sequence[str], limit: int | None, console: Console,
+          split: str | None = None) -> list[Plan]:
     """What to ingest and ask per store; data files that are absent are skipped, saying so.
     The generic prompts are asked of the first agent of LongMemEval's and LoCoMo's stores
     (an agent with a big memory)."""
@@ -464,8 +492,8 @@ def plans(datasets: Sequence[str], limit: int | None, console: Console) -> list[
         if not module.available():
             console.print(module.unavailable_message())
             continue
-        build = longmemeval_plan if name == "longmemeval" else locomo_plan
-        plan = build(limit, today, generic)
+        plan = (longmemeval_plan(limit, today, generic) if name == "longmemeval"
+                else locomo_plan(limit, today, generic, split))
         if not wanted:  # for the generic prompts alone, one history is enough
             plan = Plan(plan.dataset, plan.histories[:1],
                         [p for p in plan.probes if p.generic], plan.order)
@@ -489,6 +517,8 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--limit", type=int, default=None,
                         help="questions per type (LongMemEval, its oracle questions) and "
                              "category (LoCoMo)")
+    parser.add_argument("--split", choices=("tune", "held"), default=None,
+                        help="LoCoMo: only the conversations of this split")
     parser.add_argument("--setting", action="append", type=parse_setting, default=[],
                         metavar="NAME=VALUE",
                         help="a proxy setting, e.g. relevance_gate_mode=off (repeatable)")
@@ -507,7 +537,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
         console = Console(width=160)
     load_before, started = load_average(), time.perf_counter()
 
-    todo = plans(options.datasets, options.limit, console)
+    todo = plans(options.datasets, options.limit, console, options.split)
     if not todo:
         console.print("nothing to evaluate.")
         return {}
@@ -521,6 +551,8 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
         progress = stack.enter_context(Progress(*columns, console=console))
         for mode in options.modes:
             for plan in todo:
+                if mode == "annotated" and plan.dataset != "locomo":
+                    continue  # the played model knows LoCoMo's sessions only
                 neighbour = (neighbour_history(options.neighbour, datetime.now(UTC).date())
                              if options.neighbour else None)
                 runs.append(run_plan(plan, mode, settings, progress, dump, neighbour))
@@ -553,7 +585,8 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
         "runs": [{"dataset": r.dataset, "mode": r.mode, "turns": r.turns,
                   "ingest_s": r.ingest_seconds, "embedding_wait_s": r.embedding_wait_seconds,
                   "ask_s": r.ask_seconds,
-                  "messages_added_by_asking": r.messages_added_by_asking, **r.store}
+                  "messages_added_by_asking": r.messages_added_by_asking,
+                  "distilled": dict(r.distilled), **r.store}
                  for r in runs],
         "seconds": seconds,
     }

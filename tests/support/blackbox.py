@@ -18,6 +18,7 @@ import re
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
@@ -160,9 +161,13 @@ def ingest(
     *,
     skip_extraction: bool,
     advance: Callable[[], None] = lambda: None,
+    distilled: Counter[str] | None = None,
 ) -> int:
     """POST /memory/ingest every history, one session per request in order, INGEST_CLIENTS
-    agents at a time; `advance` is called after each session. Returns the turns ingested."""
+    agents at a time; `advance` is called after each session. Returns the turns ingested;
+    `distilled` sums the counts of each answer's distillation (facts_added, ...)."""
+
+    lock = threading.Lock()
 
     def one(history: History) -> int:
         turns = 0
@@ -181,7 +186,12 @@ def ingest(
                         f"ingest for {history.agent_id} failed ({response.status_code}): "
                         f"{response.text[:500]}"
                     )
-                turns += int(response.json().get("turns_ingested", 0))
+                answer = response.json()
+                turns += int(answer.get("turns_ingested", 0))
+                if distilled is not None:
+                    with lock:
+                        distilled.update({k: v for k, v in answer.get("distillation", {}).items()
+                                          if isinstance(v, int)})
                 advance()
         return turns
 
@@ -289,12 +299,20 @@ def norm(text: str) -> str:
 @dataclass(frozen=True)
 class Evidence:
     text: str  # the evidence turn, normalised
+    # Facts drawn from the turn, normalised: the turn counts as delivered when one of them
+    # is in the block, whole or by any EXCERPT_CHARS-long stretch.
+    drawn: tuple[str, ...] = ()
 
     def found(self, block: str) -> bool:
-        """Any EXCERPT_CHARS-long stretch of the turn (all of a shorter one) in the block."""
-        if len(self.text) <= EXCERPT_CHARS:
-            return self.text in block
-        return any(
-            self.text[start : start + EXCERPT_CHARS] in block
-            for start in range(len(self.text) - EXCERPT_CHARS + 1)
-        )
+        """Any EXCERPT_CHARS-long stretch of the turn (all of a shorter one) in the block,
+        or of a fact drawn from it."""
+        return any(_stretch_in(text, block) for text in (self.text, *self.drawn))
+
+
+def _stretch_in(text: str, block: str) -> bool:
+    if len(text) <= EXCERPT_CHARS:
+        return text in block
+    return any(
+        text[start : start + EXCERPT_CHARS] in block
+        for start in range(len(text) - EXCERPT_CHARS + 1)
+    )

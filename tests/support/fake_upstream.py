@@ -490,6 +490,9 @@ class FakeUpstream:
         self._changed = threading.Condition()  # guards _requests and _behaviours
         self._requests: list[RecordedRequest] = []
         self._behaviours: deque[Behaviour] = deque()
+        # Calls for these models are answered by their behaviour every time, before the
+        # one-shot queue is consulted (a core model played by the test).
+        self._by_model: dict[str, Behaviour] = {}
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
         self._runner: web.AppRunner | None = None
@@ -552,8 +555,15 @@ class FakeUpstream:
         with self._changed:
             self._requests.clear()
             self._behaviours.clear()
+            self._by_model.clear()
 
     # --- behaviours for POST /v1/chat/completions, consumed in order -----------------
+
+    def answer_model(self, model: str, behaviour: Behaviour) -> Self:
+        """Answer every call naming `model` with `behaviour` (not consumed)."""
+        with self._changed:
+            self._by_model[model] = behaviour
+        return self
 
     def enqueue(self, behaviour: Behaviour) -> Self:
         with self._changed:
@@ -680,7 +690,9 @@ class FakeUpstream:
         if not isinstance(payload, dict):
             return web.json_response(error_body("body must be a JSON object", 400), status=400)
         with self._changed:
-            behaviour = self._behaviours.popleft() if self._behaviours else Reply()
+            behaviour = self._by_model.get(str(payload.get("model")))
+            if behaviour is None:
+                behaviour = self._behaviours.popleft() if self._behaviours else Reply()
         return await behaviour.respond(ChatCall(request, payload))
 
     def _embeddings(self, payload: Any) -> web.Response:

@@ -49,6 +49,9 @@ class LocomoSession:
     turns: list[LocomoTurn]
     # The data set's annotated facts of the session, per speaker: "Caroline attended ...".
     observations: dict[str, list[str]] = field(default_factory=dict)
+    # The same with the turns each was drawn from: (fact, dia_ids) per speaker.
+    sourced: dict[str, list[tuple[str, tuple[str, ...]]]] = field(default_factory=dict)
+    summary: str = ""  # the data set's summary of the session
 
 
 @dataclass(frozen=True)
@@ -136,7 +139,16 @@ def _sample(entry: dict[str, Any], number: int) -> LocomoSample:
             str(speaker): [str(item[0]) for item in items if item]
             for speaker, items in annotated.items()
         }
-        sessions.append(LocomoSession(session_number, date, turns, observations))
+        known_here = {turn.dia_id for turn in turns}
+        sourced = {
+            str(speaker): [(str(item[0]), tuple(repair_evidence(
+                [str(i) for i in item[1:]], known_here))) for item in items if item]
+            for speaker, items in annotated.items()
+        }
+        summary = str(entry.get("session_summary", {}).get(
+            f"session_{session_number}_summary", ""))
+        sessions.append(LocomoSession(session_number, date, turns, observations, sourced,
+                                      summary))
     known = {turn.dia_id for session in sessions for turn in session.turns}
     questions = [
         LocomoQuestion(

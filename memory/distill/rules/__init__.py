@@ -64,11 +64,14 @@ def _latest_per_slot(found: list[FoundFact]) -> list[FactDraft]:
 
 def distill_session(session: SessionInput) -> Distillation:
     user_docs, assistant_docs, found = [], [], []
-    for turn in session.turns:
+    for position, turn in enumerate(session.turns):
         user_doc = parse(turn.user)
         user_docs.append(user_doc)
         assistant_docs.append(parse(turn.assistant))
-        found.extend(find_facts(user_doc, _day(turn.at or session.session_date)))
+        said = find_facts(user_doc, _day(turn.at or session.session_date))
+        for f in said:
+            f.fact.source_turns = (position,)
+        found.extend(said)
     facts = _latest_per_slot(found)
     episode = build_episode(user_docs, assistant_docs, found)
     procedures = find_procedures(session.turns)

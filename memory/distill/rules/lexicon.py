@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from mnemoproxy.memory.text.words import NUMBER_WORDS
+
 
 def words(text: str) -> frozenset[str]:
     """A word list written as one string, so long lists stay readable."""
@@ -70,10 +72,7 @@ PETS = {
     "bunny": "rabbit", "horse": "horse", "horses": "horse", "turtle": "turtle",
     "turtles": "turtle", "guinea": "guinea pig", "snake": "snake", "lizard": "lizard",
 }
-COUNT_WORDS = {
-    "a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6,
-    "seven": 7, "eight": 8, "nine": 9, "ten": 10,
-}
+COUNT_WORDS = {"a": 1, "an": 1} | {w: n for w, n in NUMBER_WORDS.items() if 0 < n <= 10}
 
 MARITAL = words("married single divorced engaged widowed separated")
 WORK_STATUS = words("retired unemployed self-employed")

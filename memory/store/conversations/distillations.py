@@ -11,7 +11,7 @@ from __future__ import annotations
 import sqlite3
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from mnemoproxy.memory.models import EpisodeDraft, FactDraft
@@ -20,6 +20,7 @@ from mnemoproxy.memory.store.conversations.turns import set_signal_status_rows
 from mnemoproxy.memory.store.db import require_agent
 from mnemoproxy.memory.store.knowledge.items import (
     ItemQueries,
+    add_fact_source_rows,
     current_fact_rows,
     delete_fact_row,
     insert_episode_row,
@@ -47,6 +48,13 @@ class SessionDistillation:
     ended_at: float
     episode: EpisodeDraft | None
     facts: list[FactDraft]
+    # The session turn index of each distilled turn, by its position: a fact's
+    # source_turns are positions.
+    turn_indexes: list[int] = field(default_factory=list)
+
+    def source_turns(self, fact: FactDraft) -> list[int]:
+        return [self.turn_indexes[p] for p in fact.source_turns
+                if 0 <= p < len(self.turn_indexes)]
 
 
 @dataclass
@@ -98,29 +106,35 @@ class DistillationQueries(ItemQueries):
             since = {fact.id: fact.since for fact in known}
             for action in plan_facts(d.facts, known):
                 existing = action.existing_id
+                stored: int
                 if action.action == "merge" and existing is not None:
                     salience = action.draft.salience
                     if merge_fact_row(db, agent_id, existing, salience, d.ended_at):
                         applied.facts_merged += 1
+                        add_fact_source_rows(db, agent_id, existing, d.session_id,
+                                             d.source_turns(action.draft))
                         continue
                     existing = None  # gone meanwhile: the restatement revives it
                 if action.action == "supersede" and existing is not None:
                     if d.ended_at < since.get(existing, 0.0):
                         # An older statement ("I live in Berlin" from a session before the
                         # one that said Lisbon) is history, never the current value.
-                        insert_fact_row(
+                        stored = insert_fact_row(
                             db, agent_id, action.draft, d.session_id, d.ended_at,
                             valid_to=since[existing], superseded_by=existing,
                         )
                         applied.facts_historical += 1
-                        continue
-                    supersede_fact_row(
-                        db, agent_id, existing, action.draft, d.session_id, d.ended_at
-                    )
-                    applied.facts_superseded += 1
+                    else:
+                        stored = supersede_fact_row(
+                            db, agent_id, existing, action.draft, d.session_id, d.ended_at
+                        )
+                        applied.facts_superseded += 1
                 else:
-                    insert_fact_row(db, agent_id, action.draft, d.session_id, d.ended_at)
+                    stored = insert_fact_row(db, agent_id, action.draft, d.session_id,
+                                             d.ended_at)
                     applied.facts_added += 1
+                add_fact_source_rows(db, agent_id, stored, d.session_id,
+                                     d.source_turns(action.draft))
             # At most identity_max identity facts: the most salient, then the newest.
             identity = current_fact_rows(db, agent_id, "identity")
             for fact in identity[identity_max:]:

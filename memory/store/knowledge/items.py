@@ -253,6 +253,18 @@ def insert_fact_row(
     return int(row[0])
 
 
+def add_fact_source_rows(
+    db: sqlite3.Connection, agent_id: str, fact_id: int, session_id: int,
+    turn_indexes: Sequence[int],
+) -> None:
+    """Record the turns of `session_id` that stated the fact."""
+    db.executemany(
+        "INSERT OR IGNORE INTO fact_sources (agent_id, fact_id, session_id, turn_index) "
+        "VALUES (?, ?, ?, ?)",
+        [(agent_id, fact_id, session_id, turn) for turn in dict.fromkeys(turn_indexes)],
+    )
+
+
 def merge_fact_row(
     db: sqlite3.Connection, agent_id: str, fact_id: int, salience: float, at: float
 ) -> bool:

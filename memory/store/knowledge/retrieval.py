@@ -260,6 +260,52 @@ class RetrievalQueries(Database):
 
         return await self._read(read)
 
+    async def facts_drawn_from(self, agent_id: str, message_ids: Sequence[int]) -> list[int]:
+        """The agent's current pinned facts drawn from the turns of these messages."""
+        require_agent(agent_id)
+        if not message_ids:
+            return []
+
+        def read(conn: sqlite3.Connection) -> list[int]:
+            return [row[0] for row in conn.execute(
+                "SELECT DISTINCT s.fact_id FROM transcript t JOIN fact_sources s "
+                "ON s.session_id = t.session_id AND s.turn_index = t.turn_index "
+                "JOIN facts f ON f.id = s.fact_id "
+                f"WHERE t.id IN ({', '.join('?' * len(message_ids))}) AND t.agent_id = ? "
+                f"AND f.kind = 'pinned' AND {_FTS['fact'][3]} ORDER BY s.fact_id",
+                (*message_ids, agent_id),
+            )]
+
+        return await self._read(read)
+
+    async def fact_source_messages(
+        self, agent_id: str, fact_ids: Sequence[int], *, since: float | None = None
+    ) -> dict[int, list[StoredItem]]:
+        """For the agent's facts among `fact_ids`, the transcript messages of the turns
+        they were said in (both sides of each turn), in the order they were said."""
+        require_agent(agent_id)
+        if not fact_ids:
+            return {}
+
+        def read(conn: sqlite3.Connection) -> dict[int, list[StoredItem]]:
+            sql = (
+                "SELECT t.*, s.fact_id AS of_fact FROM fact_sources s JOIN transcript t "
+                "ON t.agent_id = s.agent_id AND t.session_id = s.session_id "
+                "AND t.turn_index = s.turn_index "
+                f"WHERE s.fact_id IN ({', '.join('?' * len(fact_ids))}) AND s.agent_id = ?"
+            )
+            params: list[Any] = [*fact_ids, agent_id]
+            if since is not None:
+                sql += " AND t.at >= ?"
+                params.append(since)
+            sql += " ORDER BY t.session_id, t.turn_index, t.role DESC"  # user before assistant
+            found: dict[int, list[StoredItem]] = {}
+            for row in conn.execute(sql, params):
+                found.setdefault(row["of_fact"], []).append(_stored_item("transcript", row))
+            return found
+
+        return await self._read(read)
+
     # -- embeddings ---------------------------------------------------------------------
 
     async def queued_for_vectors(

@@ -9,7 +9,7 @@ index; SQLite's trigger bodies become trigger functions. Steps are recorded in
 
 from __future__ import annotations
 
-from mnemoproxy.memory.store.schema import IMPORT_IDENTITY, Migration
+from mnemoproxy.memory.store.schema import FACT_SOURCES, IMPORT_IDENTITY, Migration
 from mnemoproxy.memory.text.segments import UNSPACED_CLASS
 
 # The text search configuration: English stemming, as SQLite's porter tokenizer.
@@ -353,6 +353,8 @@ CREATE TABLE distillation_claims (
     ("p004_import_identity", IMPORT_IDENTITY),
     # Chinese, Japanese, Korean and Thai found by their words (memory/text/segments.py).
     ("p005_unspaced_scripts", _P005_UNSPACED_SCRIPTS),
+    # Where each fact was said (schema.py, m017).
+    ("p007_fact_sources", FACT_SOURCES.replace("INTEGER", "BIGINT")),
 )
 
 # The conflict target of each table SQLite's INSERT OR REPLACE writes (its primary key).
