@@ -26,6 +26,7 @@ from mnemoproxy.memory.service import Memory
 from mnemoproxy.memory.store.conversations.threads import ThreadSummary
 from mnemoproxy.memory.store.knowledge.documents import StoredChunk, StoredDocument
 from mnemoproxy.memory.store.records import Fact
+from mnemoproxy.memory.text.sentences import sentence_spans, sentences
 from mnemoproxy.memory.text.words import CHATTER, STOP_WORDS, WORD, stem
 from mnemoproxy.memory.write.documents import DOCUMENT_EXTENSIONS
 from mnemoproxy.memory.write.pipeline import DistillOutcome, IngestResult
@@ -50,5 +51,7 @@ __all__ = [
     "StoredDocument",
     "ThreadSummary",
     "Turn",
+    "sentence_spans",
+    "sentences",
     "stem",
 ]

@@ -27,6 +27,7 @@ from html.parser import HTMLParser
 from pathlib import PurePath
 
 from mnemoproxy.errors import InvalidArgument, TooLarge
+from mnemoproxy.memory.text.sentences import sentences
 
 log = logging.getLogger(__name__)
 
@@ -161,14 +162,21 @@ def _paragraphs(text: str) -> list[str]:
     return [p.strip() for p in _BLANK.split(text) if p.strip()]
 
 
-_ATX = re.compile(r"^ {0,3}(#{1,6})[ \t]+(.*?)[ \t]*#*[ \t]*$")
+# The heading's text runs to the line's end; its closing #s are stripped in code (a
+# pattern that matched them too would backtrack over a long run of spaces).
+_ATX = re.compile(r"^ {0,3}(#{1,6})[ \t]+([^\n]*)")
 _SETEXT = re.compile(r"^ {0,3}(=+|-+)[ \t]*$")
 _FENCE = re.compile(r"^ {0,3}(```|~~~)")
 
 
+_EMPHASIS = re.compile(r"[*_`]++")
+# [text](link): a link's text holds no bracket and its target no parenthesis or space, so
+# each scan stops at the next one.
+_LINK = re.compile(r"\[([^\[\]]*+)\]\([^()\s]*+\)")
+
+
 def _clean_heading(text: str) -> str:
-    text = re.sub(r"[*_`]+", "", text)
-    text = re.sub(r"\[([^\]]*)\]\([^)]*\)", r"\1", text)  # [text](link) -> text
+    text = _LINK.sub(r"\1", _EMPHASIS.sub("", text))
     return " ".join(text.split())
 
 
@@ -210,7 +218,7 @@ def _markdown_sections(text: str) -> tuple[str | None, list[_Section]]:
             continue
         atx = _ATX.match(line)
         if atx:
-            heading(len(atx.group(1)), atx.group(2))
+            heading(len(atx.group(1)), atx.group(2).rstrip(" \t").rstrip("#").rstrip(" \t"))
             continue
         setext = _SETEXT.match(line)
         previous = buffer[-1] if buffer else ""
@@ -331,6 +339,9 @@ def _html_sections(text: str) -> tuple[str | None, list[_Section]]:
     return parser.finish()
 
 
+_BROKEN_WORD = re.compile(r"(\w)-\n(\w)")
+
+
 def _pdf_sections(data: bytes, name: str) -> tuple[str | None, list[_Section]]:
     from pypdf import PdfReader
 
@@ -345,7 +356,7 @@ def _pdf_sections(data: bytes, name: str) -> tuple[str | None, list[_Section]]:
         for number, page in enumerate(reader.pages, start=1):
             text = page.extract_text() or ""
             # Words broken at a line's end ("know-\nledge") are joined again.
-            text = re.sub(r"(\w)-\n(\w)", r"\1\2", text)
+            text = _BROKEN_WORD.sub(r"\1\2", text)
             paragraphs = [" ".join(p.split()) for p in _paragraphs(text)]
             if paragraphs:
                 sections.append(_Section((), number, paragraphs))
@@ -365,9 +376,6 @@ def _pdf_sections(data: bytes, name: str) -> tuple[str | None, list[_Section]]:
 
 # -- chunks --------------------------------------------------------------------------------
 
-_SENTENCE = re.compile(r"[^.!?\n]+(?:[.!?]+[\"')\]]*(?=\s|$)|\n|$)|[.!?\n]+")
-
-
 def _tokens(text: str) -> int:
     return -(-len(text) // CHARS_PER_TOKEN)
 
@@ -378,8 +386,7 @@ def _pieces(paragraph: str) -> Iterator[str]:
     if _tokens(paragraph) <= MAX_TOKENS:
         yield paragraph
         return
-    sentences = [s.strip() for s in _SENTENCE.findall(paragraph) if s.strip()]
-    for sentence in sentences or [paragraph]:
+    for sentence in sentences(paragraph) or [paragraph]:
         if _tokens(sentence) <= MAX_TOKENS:
             yield sentence
             continue
@@ -394,8 +401,8 @@ def _pieces(paragraph: str) -> Iterator[str]:
 
 
 def _last_sentence(text: str) -> str:
-    sentences = [s.strip() for s in _SENTENCE.findall(text) if s.strip()]
-    last = sentences[-1] if sentences else ""
+    found = sentences(text)
+    last = found[-1] if found else ""
     return last if _tokens(last) <= OVERLAP_TOKENS and last != text.strip() else ""
 
 
