@@ -34,6 +34,7 @@ from mnemoproxy.proxy.chat.route import chat_completions
 from mnemoproxy.proxy.edge.access import Guard, caller, require_keys_off_loopback
 from mnemoproxy.proxy.edge.body_deadline import body_deadline
 from mnemoproxy.proxy.edge.errors import EXCEPTION_HANDLERS
+from mnemoproxy.proxy.edge.json_body import JsonRequest
 from mnemoproxy.proxy.edge.keys import KeyFile, keys_path
 from mnemoproxy.proxy.edge.metrics import CONTENT_TYPE, Metrics
 from mnemoproxy.proxy.edge.openapi import DescribedStructs
@@ -139,6 +140,7 @@ def create_app(
         lifespan=[lifespan],
         before_send=[counters.count_response],
         request_max_body_size=settings.max_body_bytes,
+        request_class=JsonRequest,
         middleware=[guard.middleware, body_deadline(settings.request_body_timeout_seconds)],
         # The schema of the proxy's own routes (the /v1 ones are OpenAI's): /schema/openapi.json.
         openapi_config=OpenAPIConfig(

@@ -5,6 +5,7 @@ and the other requests never wait behind it."""
 
 from __future__ import annotations
 
+import re
 import threading
 import time
 from collections.abc import Iterator
@@ -78,3 +79,54 @@ def test_a_stored_run_of_newlines_is_searched_at_once_and_blocks_nobody(server):
         assert time.perf_counter() - started < SEARCH_SECONDS * 2
     assert watch.answers > 0
     assert watch.longest < HEALTH_WAIT_SECONDS, f"/health waited {watch.longest:.1f} s"
+
+
+def _nested(depth: int) -> bytes:
+    return b'{"agent_id": "fuzz", "x": ' + b"[" * depth + b"]" * depth + b"}"
+
+
+def _routes_with_bodies(server: ProxyServer) -> list[tuple[str, str]]:
+    """(method, path) of every route the OpenAPI schema gives a JSON body, path parameters
+    filled in, and the routes it leaves out: the chat and MCP."""
+    schema = httpx.get(server.url + "/schema/openapi.json").json()
+    found = [("POST", "/v1/chat/completions"), ("POST", "/mcp")]
+    for path, operations in schema["paths"].items():
+        for method, operation in operations.items():
+            if "requestBody" in operation:
+                filled = re.sub(r"\{\w+\}", "1", path.replace("{agent_id}", "fuzz"))
+                found.append((method.upper(), filled))
+    return found
+
+
+@pytest.mark.parametrize("depth", [150, 5_000, 200_000])
+def test_deeply_nested_json_is_a_400_on_every_route(server, depth):
+    routes = _routes_with_bodies(server)
+    assert {("POST", "/memory/ingest"), ("POST", "/memory/search"),
+            ("POST", "/memory/preview"), ("POST", "/agents/fuzz/facts"),
+            ("POST", "/agents/fuzz/import")} <= set(routes)
+    body = _nested(depth)
+    for method, path in routes:
+        response = httpx.request(method, server.url + path, content=body, timeout=30, headers={
+            "content-type": "application/json", "accept": "application/json, text/event-stream",
+            "x-agent-id": "fuzz"})
+        assert response.status_code == 400, (method, path, response.status_code,
+                                              response.text[:300])
+        if path != "/mcp":  # JSON-RPC's own error shape
+            error = response.json()["error"]
+            assert "nest" in error["message"], (path, error)
+    assert httpx.get(server.url + "/health").status_code == 200
+
+
+def test_json_nested_as_deep_as_a_request_needs_is_read(server):
+    schema = {"type": "object", "properties": {"a": {"type": "object", "properties": {
+        "b": {"type": "array", "items": {"type": "object", "properties": {
+            "c": {"type": "string"}}}}}}}}
+    chat = httpx.post(server.base_url + "/chat/completions", headers={"x-agent-id": "fuzz"},
+                      json={"model": "m", "messages": [{"role": "user", "content": "hi"}],
+                            "tools": [{"type": "function", "function": {
+                                "name": "f", "parameters": schema}}]})
+    assert chat.status_code == 200, chat.text
+    preview = httpx.post(server.url + "/memory/preview", json={
+        "agent_id": "fuzz", "messages": [{"role": "user", "content": [
+            {"type": "text", "text": "hi", "meta": {"a": [[[[{"b": 1}]]]]}}]}]})
+    assert preview.status_code == 200, preview.text

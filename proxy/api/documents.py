@@ -39,6 +39,7 @@ from mnemoproxy.proxy.api.models import (
 from mnemoproxy.proxy.edge.access import record_change
 from mnemoproxy.proxy.edge.errors import UnsupportedMediaType, error_responses
 from mnemoproxy.proxy.edge.ids import MAX_ID_CHARS
+from mnemoproxy.proxy.edge.json_body import require_shallow
 from mnemoproxy.proxy.services import Services
 
 PAGE_LIMIT = 500
@@ -101,8 +102,10 @@ class DocumentBody(Operation):
 
 
 async def _from_json(request: Request[Any, Any, Any]) -> tuple[bytes | str, str, str, None]:
+    raw = await request.body()
+    require_shallow(raw)
     try:
-        body = msgspec.json.decode(await request.body(), type=DocumentText)
+        body = msgspec.json.decode(raw, type=DocumentText)
     except msgspec.ValidationError as exc:
         message = str(exc)
         field = message.rsplit("at `$.", 1)[-1].rstrip("`") if "at `$." in message else None
@@ -110,7 +113,7 @@ async def _from_json(request: Request[Any, Any, Any]) -> tuple[bytes | str, str,
         if len(missing) == 2:
             field = missing[1].split("`", 1)[0]
         raise InvalidArgument(f"invalid document: {message}", param=field) from None
-    except (msgspec.DecodeError, RecursionError):
+    except msgspec.DecodeError:
         raise InvalidArgument("the body is not valid JSON", param="body") from None
     if body.media_type not in JSON_TEXT_TYPES:
         raise InvalidArgument(

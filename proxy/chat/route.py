@@ -14,6 +14,7 @@ from mnemoproxy.proxy.chat.memory import prepare, remember
 from mnemoproxy.proxy.chat.memory_tool import MemoryTool, offered_body
 from mnemoproxy.proxy.edge.access import authorize
 from mnemoproxy.proxy.edge.ids import header_id
+from mnemoproxy.proxy.edge.json_body import decode
 from mnemoproxy.proxy.edge.metrics import CHAT_ROUTE
 from mnemoproxy.proxy.relay.responses import OnReply, relay
 from mnemoproxy.proxy.relay.sse import AssistantReply
@@ -26,15 +27,7 @@ _SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
 
 def parse_chat_body(raw: bytes) -> dict[str, Any]:
     """The request as a dict, or InvalidArgument naming what is wrong."""
-    try:
-        body = json.loads(raw)
-    except (ValueError, UnicodeDecodeError) as exc:
-        raise InvalidArgument(
-            f"the request body is not valid JSON ({exc}); send a chat completion request "
-            "as a JSON object"
-        ) from None
-    except RecursionError:
-        raise InvalidArgument("the request body nests JSON too deeply to be read") from None
+    body = decode(raw)
     if _SURROGATE_ESCAPE.search(raw):
         try:
             json.dumps(body, ensure_ascii=False).encode("utf-8")
