@@ -64,10 +64,10 @@ async def health(
     if not caller(request).admin:
         return Health(status="ok")
     if services.memory is None:
-        return Health(status="ok", upstream=services.upstream.base_url, memory="disabled")
+        return Health(status="ok", upstream=services.upstream.shown_url, memory="disabled")
     reads = ReadsSinceStart(**services.metrics.read_counts())
     activity = services.memory.activity()
-    return Health(status="ok", upstream=services.upstream.base_url,
+    return Health(status="ok", upstream=services.upstream.shown_url,
                   memory=MemoryHealth(**await services.memory.health(), reads=reads,
                                       distillations=activity["distillations"],
                                       core_model=CoreModelBudget(**activity["core_model"])))

@@ -14,6 +14,7 @@ from litestar import Request, Response
 from litestar.exceptions import HTTPException, ValidationException
 from litestar.openapi.datastructures import ResponseSpec
 
+from mnemoproxy.config.urls import hide_credentials
 from mnemoproxy.errors import (
     DistillError,
     InvalidArgument,
@@ -99,8 +100,9 @@ class ErrorBody(msgspec.Struct):
 
 def error_body(exc: MnemoError) -> dict[str, Any]:
     _, error_type = http_status(exc)
+    # A message may quote a URL another library put in its exception: never its password.
     body: dict[str, Any] = msgspec.to_builtins(
-        ErrorBody(ErrorDetail(exc.message, error_type, exc.param, exc.code))
+        ErrorBody(ErrorDetail(hide_credentials(exc.message), error_type, exc.param, exc.code))
     )
     return body
 

@@ -30,7 +30,7 @@ from mnemoproxy.memory import SCOPES
 from mnemoproxy.proxy.api.agents import AgentId, Cursor, ItemId
 from mnemoproxy.proxy.api.models import FactView
 from mnemoproxy.proxy.edge.access import UI_COOKIE, caller, is_inspector, record_change
-from mnemoproxy.proxy.edge.errors import from_http_exception, http_status
+from mnemoproxy.proxy.edge.errors import error_body, from_http_exception, http_status
 from mnemoproxy.proxy.inspector.pages import PAGE, agent_memory, agent_url, done, page
 from mnemoproxy.proxy.inspector.removals import REMOVAL_ROUTES
 from mnemoproxy.proxy.services import Services
@@ -295,7 +295,7 @@ def _error_page(request: Request[Any, Any, Any], exc: Exception) -> Response[str
         exc = MnemoError("the proxy hit an internal error; it is logged, please report it")
     status, _ = http_status(exc)
     return page(request, "error.html.j2", status_code=status, status=status,
-                message=exc.message)
+                message=error_body(exc)["error"]["message"])
 
 
 def answer_inspector_in_html(handlers: Mapping[Any, Any]) -> dict[Any, Any]:
