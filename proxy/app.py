@@ -31,11 +31,16 @@ from mnemoproxy.proxy.api.models import (
 )
 from mnemoproxy.proxy.api.procedures import PROCEDURE_ROUTES
 from mnemoproxy.proxy.chat.route import chat_completions
-from mnemoproxy.proxy.edge.access import Guard, caller, require_keys_off_loopback
+from mnemoproxy.proxy.edge.access import (
+    Guard,
+    caller,
+    key_notes,
+    require_keys_off_loopback,
+)
 from mnemoproxy.proxy.edge.body_deadline import body_deadline
 from mnemoproxy.proxy.edge.errors import EXCEPTION_HANDLERS
 from mnemoproxy.proxy.edge.json_body import JsonRequest
-from mnemoproxy.proxy.edge.keys import KeyFile, keys_path
+from mnemoproxy.proxy.edge.keys import KeyFile
 from mnemoproxy.proxy.edge.metrics import CONTENT_TYPE, Metrics
 from mnemoproxy.proxy.edge.openapi import DescribedStructs
 from mnemoproxy.proxy.inspector.routes import INSPECTOR_ROUTES, answer_inspector_in_html
@@ -97,9 +102,11 @@ def create_app(
     """Build the app. Collaborators can be passed in (tests pass fakes); whatever is not
     passed is created in the lifespan, so importing this module stays cheap."""
     sys.setswitchinterval(SWITCH_INTERVAL_SECONDS)
-    keys = KeyFile(keys_path(settings.keys_file, settings.data_dir))
+    keys = KeyFile.of(settings.keys_file, settings.data_dir)
     guard = Guard(settings, keys)
     require_keys_off_loopback(settings, keys)
+    for note in key_notes(settings, keys):
+        log.warning("keys: %s", note)
     counters = Metrics()
     opened: dict[str, Memory] = {}
     mcp = LazyMcpEndpoint(lambda: opened["memory"]) if settings.enabled else None

@@ -10,9 +10,10 @@ from litestar import Request, Response, post
 from litestar.di import NamedDependency
 
 from mnemoproxy.errors import InvalidArgument
+from mnemoproxy.gate import memory_headers
 from mnemoproxy.proxy.chat.memory import prepare, remember
 from mnemoproxy.proxy.chat.memory_tool import MemoryTool, offered_body
-from mnemoproxy.proxy.edge.access import authorize
+from mnemoproxy.proxy.edge.access import authorize, caller
 from mnemoproxy.proxy.edge.ids import header_id
 from mnemoproxy.proxy.edge.json_body import decode
 from mnemoproxy.proxy.edge.metrics import CHAT_ROUTE
@@ -68,7 +69,12 @@ async def chat_completions(
     raw = await request.body()
     body = parse_chat_body(raw)
     agent_id = header_id(request, "X-Agent-Id")
-    if agent_id:
+    skipped: dict[str, str] | None = None
+    if agent_id and caller(request).relays_only:
+        # A key without an agent list reaches no memory: relayed as without X-Agent-Id.
+        agent_id, skipped = "", {**memory_headers("none"),
+                                 "X-Memory-Skipped": "key_without_agents"}
+    elif agent_id:
         authorize(request, agent_id)
     session_id = header_id(request, "X-Session-Id") or None
 
@@ -116,6 +122,6 @@ async def chat_completions(
     services.metrics.upstream[CHAT_ROUTE].observe(upstream_response.waited)
     return await relay(
         upstream_response,
-        extra_headers=plan.headers if plan is not None else None,
+        extra_headers=plan.headers if plan is not None else skipped,
         on_reply=on_reply,
     )

@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import os
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -29,6 +30,8 @@ from mnemoproxy.proxy.cli.chat_imports import (
     jsonl_conversations,
 )
 
+# The key the memory commands send to a running proxy when --api-key is not given.
+API_KEY_VARIABLE = "MNEMO_API_KEY"
 COMMANDS = ("agents", "show", "search", "forget", "export", "import", "import-docs",
             "consolidate", "dead-letters")
 
@@ -37,7 +40,9 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--url", help="a running proxy (e.g. http://127.0.0.1:1337); "
                                       "default: data_dir, in-process")
-    common.add_argument("--api-key", help="a key of the running proxy, when it has keys")
+    common.add_argument("--api-key", default=os.environ.get(API_KEY_VARIABLE),
+                        help=f"a key of the running proxy, when it has keys (default: "
+                             f"${API_KEY_VARIABLE})")
     common.add_argument("--data-dir", dest="data_dir", help="memory's folder (without --url)")
     common.add_argument("--config", metavar="FILE", help="TOML settings file")
     common.add_argument("--json", action="store_true", help="print JSON, not tables")
@@ -95,7 +100,8 @@ def _client(args: argparse.Namespace) -> Iterator[httpx.Client]:
     settings: Settings = load_settings(cli={"data_dir": args.data_dir}, config_file=args.config)
     # The owner of data_dir needs no key: the app is served to this process alone.
     local = load_settings(cli={"data_dir": settings.data_dir, "host": "127.0.0.1",
-                               "keys_file": str(Path(settings.data_dir) / "no-keys.json")},
+                               "keys_file": str(Path(settings.data_dir) / "no-keys.json"),
+                               "reopen_without_keys": True},
                           config_file=args.config)
     with TestClient(create_app(local), base_url="http://127.0.0.1", timeout=600) as http:
         yield http

@@ -84,7 +84,7 @@ async def login(request: Request[Any, Any, Any], services: NamedDependency[Servi
     if keys is None or not keys.active:
         return Redirect("/ui", status_code=303)
     key = keys.find((await _form(request)).get("key", "").strip())
-    if key is None or not (key.admin or key.agents):
+    if key is None or not key.reaches_memory:
         return Redirect("/ui/login?refused", status_code=303)
     cookie = Cookie(key=UI_COOKIE, value=keys.session_token(key), path="/ui", httponly=True,
                     samesite="strict")
