@@ -7,6 +7,7 @@ import sys
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from importlib.metadata import version
+from pathlib import Path
 from typing import Any
 
 from litestar import Litestar, Request, Response, asgi, route
@@ -43,6 +44,7 @@ from mnemoproxy.proxy.edge.json_body import JsonRequest
 from mnemoproxy.proxy.edge.keys import KeyFile
 from mnemoproxy.proxy.edge.metrics import CONTENT_TYPE, Metrics
 from mnemoproxy.proxy.edge.openapi import DescribedStructs
+from mnemoproxy.proxy.edge.sessions import InspectorSessions
 from mnemoproxy.proxy.inspector.routes import INSPECTOR_ROUTES, answer_inspector_in_html
 from mnemoproxy.proxy.mcp.endpoint import LazyMcpEndpoint
 from mnemoproxy.proxy.relay.passthrough import FastRelay
@@ -103,7 +105,8 @@ def create_app(
     passed is created in the lifespan, so importing this module stays cheap."""
     sys.setswitchinterval(SWITCH_INTERVAL_SECONDS)
     keys = KeyFile.of(settings.keys_file, settings.data_dir)
-    guard = Guard(settings, keys)
+    sessions = InspectorSessions(Path(settings.data_dir))
+    guard = Guard(settings, keys, sessions)
     require_keys_off_loopback(settings, keys)
     for note in key_notes(settings, keys):
         log.warning("keys: %s", note)
@@ -125,7 +128,8 @@ def create_app(
         if settings.enabled:
             memory, read_path = await memory_opener(settings, client)
             opened["memory"] = memory
-        app.state.services = Services(settings, client, memory, read_path, counters, keys)
+        app.state.services = Services(settings, client, memory, read_path, counters, keys,
+                                      sessions)
         try:
             yield
         finally:

@@ -15,6 +15,7 @@ from mnemoproxy.proxy.edge.access import authorize
 from mnemoproxy.proxy.edge.ids import normalised_id
 from mnemoproxy.proxy.edge.keys import KeyFile
 from mnemoproxy.proxy.edge.metrics import Metrics
+from mnemoproxy.proxy.edge.sessions import InspectorSessions
 from mnemoproxy.proxy.relay.upstream import Upstream
 
 
@@ -26,6 +27,7 @@ class Services:
     read_path: ReadPath | None = None
     metrics: Metrics = field(default_factory=Metrics)
     keys: KeyFile | None = None  # the inspector's sign-in checks a key typed into it
+    sessions: InspectorSessions | None = None  # and makes a session of it
     # Long threads' compression (context_budget_tokens), built once over memory.
     threads: ThreadCompressor | None = field(init=False, default=None)
 

@@ -39,6 +39,7 @@ from mnemoproxy.errors import InvalidArgument, SettingError
 from mnemoproxy.memory import Memory
 from mnemoproxy.proxy.edge.errors import Forbidden, NotAuthenticated, UnsupportedMediaType
 from mnemoproxy.proxy.edge.keys import Key, KeyFile
+from mnemoproxy.proxy.edge.sessions import InspectorSessions
 
 audit = logging.getLogger("mnemoproxy.audit")
 
@@ -47,8 +48,8 @@ _BODY_METHODS = frozenset({"POST", "PUT", "PATCH"})
 # Answered without a key: liveness (the inspector's pages are too, but show a sign-in form).
 _OPEN_PATHS = frozenset({"/health"})
 # The inspector's pages (/ui, /ui/...): a browser signs in with this cookie (a session token
-# for a key, set by the sign-in form; SameSite=Strict, and the Origin check below refuses
-# other sites' forms), and posts HTML forms.
+# for a key, proxy/edge/sessions.py, set by the sign-in form; SameSite=Strict, and the
+# Origin check below refuses other sites' forms), and posts HTML forms.
 UI_COOKIE = "mnemoproxy_key"
 _FORM_TYPES = frozenset({"application/x-www-form-urlencoded"})
 # The caller of an open path or an inspector page without a valid key: no agent, no admin.
@@ -233,11 +234,11 @@ def is_inspector(path: str) -> bool:
     return path == "/ui" or path.startswith("/ui/")
 
 
-def _cookie_key(cookie_header: str, keys: KeyFile) -> Key | None:
+def _cookie_key(cookie_header: str, keys: KeyFile, sessions: InspectorSessions) -> Key | None:
     for pair in cookie_header.split(";"):
         name, _, value = pair.strip().partition("=")
         if name == UI_COOKIE and value:
-            return keys.find_session(value)
+            return sessions.find(value, keys)
     return None
 
 
@@ -246,9 +247,10 @@ class Guard:
     the refusal; `middleware` applies it to every HTTP request Litestar serves (the fast
     relay, proxy/relay/passthrough.py, calls `admit` itself)."""
 
-    def __init__(self, settings: Settings, keys: KeyFile) -> None:
+    def __init__(self, settings: Settings, keys: KeyFile, sessions: InspectorSessions) -> None:
         self.settings = settings
         self.keys = keys
+        self.sessions = sessions
         self.hosts = LOOPBACK_NAMES | _split(settings.allowed_hosts) | {settings.host.lower()}
         self.loopback = is_loopback(settings.host)
         self.origins = _split(settings.allowed_origins)
@@ -311,7 +313,7 @@ class Guard:
         scheme, _, secret = authorization.partition(" ")
         key = keys.find(secret.strip()) if scheme.lower() == "bearer" else None
         if ui:
-            key = key or _cookie_key(headers.get("cookie", ""), keys)
+            key = key or _cookie_key(headers.get("cookie", ""), keys, self.sessions)
             if key is not None and not key.reaches_memory:
                 key = None  # a key that only relays chats cannot sign in to the inspector
         if key is None and not open_path:

@@ -33,7 +33,6 @@ KEY_PREFIX = "mp-"
 EVERY_AGENT = "*"
 MARKER_NAME = "keys.required"
 RELOAD_SECONDS = 1.0
-_SESSION_CONTEXT = b"mnemoproxy inspector session:"
 
 
 @dataclass(frozen=True)
@@ -122,21 +121,6 @@ class KeyFile:
             if hmac.compare_digest(presented, key.hash):
                 found = key
         return found
-
-    def session_token(self, key: Key) -> str:
-        """What the inspector's sign-in cookie holds for a key: its id and a MAC of it, never
-        the secret itself (a browser sends cookies to every port of the host, and the secret
-        also opens the JSON routes). It lives as long as the key: revoking ends it."""
-        mac = hmac.new(key.hash.encode(), _SESSION_CONTEXT + key.id.encode(), hashlib.sha256)
-        return f"{key.id}.{mac.hexdigest()}"
-
-    def find_session(self, token: str) -> Key | None:
-        """The active key a session token was made for."""
-        key_id = token.partition(".")[0]
-        for key in self.active:
-            if key.id == key_id and hmac.compare_digest(self.session_token(key), token):
-                return key
-        return None
 
     def _refresh(self) -> None:
         now = time.monotonic()
