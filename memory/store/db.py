@@ -24,6 +24,7 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any, Generic, Protocol, Self, TypeVar
 
+from mnemoproxy.bounded import LruDict
 from mnemoproxy.errors import InvalidArgument, MemoryFailure
 from mnemoproxy.memory.store.cipher import Cipher
 from mnemoproxy.memory.store.schema import MIGRATIONS, Migration, migrate
@@ -43,6 +44,8 @@ OPEN_LOCK_FILE = "open.lock"
 # Address space, not memory: the kernel's page cache
 # backs the map and can drop it under pressure.
 MMAP_BYTES = 1 << 30
+# Retrieval's per-agent row counts kept (agent, item type): a few bytes each.
+ROWS_COUNTED_KEPT = 8192
 PLAIN = Cipher()
 T = TypeVar("T")
 
@@ -232,8 +235,10 @@ class Database:
         self._write_lock = asyncio.Lock()
         # Set whenever content that needs a vector is written; the embedding worker waits on it.
         self.content_changed = asyncio.Event()
-        # (agent, item type) -> ((the agent's rows, all rows), when counted): retrieval's.
-        self._agent_rows_counted: dict[tuple[str, str], tuple[tuple[int, int], float]] = {}
+        # (agent, item type) -> ((the agent's rows, all rows), when counted): retrieval's,
+        # for the agents read lately (any id a client sends is read).
+        self._agent_rows_counted: LruDict[tuple[str, str], tuple[tuple[int, int], float]] = (
+            LruDict(ROWS_COUNTED_KEPT))
 
     @classmethod
     async def connect(
