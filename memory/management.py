@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from mnemoproxy.config.settings import Settings
 from mnemoproxy.errors import InvalidArgument, NotFound
+from mnemoproxy.memory.background.scrub import ScrubSchedule
 from mnemoproxy.memory.models import FactDraft, ProcedureDraft
 from mnemoproxy.memory.store import Store
 from mnemoproxy.memory.store.db import require_agent
@@ -60,6 +61,7 @@ class Management:
     _retriever: Retriever
     _measured: OrderedDict[str, Any]
     _with_documents: dict[str, tuple[bool, float]]
+    _scrubs: ScrubSchedule
 
     async def _known(self, agent_id: str) -> None:
         if not await self.store.has_agent(agent_id):
@@ -158,6 +160,8 @@ class Management:
         await self._known(agent_id)
         async with self._worker.paused():
             forgotten = await self.store.forget_session(agent_id, session_id)
+        if forgotten is not None:
+            self._scrubs.after_forget()
         await self._vectors.drop_deleted(agent_id)
         self.store.drop_cached_entities(agent_id)
         return must_exist(forgotten, agent_id, "session", session_id)
@@ -182,6 +186,8 @@ class Management:
         async with self._worker.paused():
             forgotten = await self.store.forget_agent(agent_id)
             await self._vectors.forget(agent_id)
+        if forgotten is not None:
+            self._scrubs.after_forget()
         self._retriever.common_terms.forget(agent_id)
         self.store.drop_cached_entities(agent_id)
         self._measured.pop(agent_id, None)
@@ -317,6 +323,8 @@ class Management:
         returns how many chunks went."""
         async with self._worker.paused():
             deleted = await self.store.delete_document(agent_id, document_id)
+        if deleted is not None:
+            self._scrubs.after_forget()
         self._with_documents.pop(agent_id, None)
         await self._vectors.drop_deleted(agent_id)
         return must_exist(deleted, agent_id, "document", document_id)

@@ -35,6 +35,7 @@ from mnemoproxy.memory.background.ownership import (
     OwnerLock,
     Ownership,
 )
+from mnemoproxy.memory.background.scrub import ScrubSchedule
 from mnemoproxy.memory.core_model.budget import BudgetedCoreModel, CoreBudget
 from mnemoproxy.memory.core_model.client import CoreModel, CoreModelClient, JsonClient
 from mnemoproxy.memory.core_model.fallback import CapFallbackDistiller
@@ -156,6 +157,8 @@ class Memory(Management):
         self._reference_vectors: dict[tuple[str, ...], np.ndarray] = {}
         self._measured: OrderedDict[str, _Measured] = OrderedDict()
         self._with_documents: dict[str, tuple[bool, float]] = {}
+        # Forgets' full-text merge, in the background (memory/background/scrub.py).
+        self._scrubs = ScrubSchedule(store.scrub)
 
     @classmethod
     async def open(
@@ -270,6 +273,7 @@ class Memory(Management):
         await self._writer.close(SHUTDOWN_DISTILL_SECONDS)
         await self._worker.stop()
         await self._vectors.flush()
+        await self._scrubs.close()
         await self.store.close()
         if self._ownership is not None:
             self._ownership.release()
