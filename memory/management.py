@@ -13,6 +13,7 @@ import logging
 import time
 from collections import OrderedDict
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from mnemoproxy.config.settings import Settings
@@ -62,6 +63,7 @@ class Management:
     _measured: OrderedDict[str, Any]
     _with_documents: dict[str, tuple[bool, float]]
     _scrubs: ScrubSchedule
+    _documents: ThreadPoolExecutor  # where documents are read (PARSE_THREADS)
 
     async def _known(self, agent_id: str) -> None:
         if not await self.store.has_agent(agent_id):
@@ -294,7 +296,8 @@ class Management:
                       for c in parsed.chunks]
             return scrub(parsed.title), chunks, parsed.media_type
 
-        kept_title, chunks, kind = await asyncio.to_thread(parse)
+        kept_title, chunks, kind = await asyncio.get_running_loop().run_in_executor(
+            self._documents, parse)
         size = len(data.encode("utf-8") if isinstance(data, str) else data)
         document_id = await self.store.add_document(
             agent_id, title=kept_title, source=scrub(filename or ""), media_type=kind,

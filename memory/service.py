@@ -17,6 +17,7 @@ import socket
 import time
 from collections import OrderedDict
 from collections.abc import Collection, Coroutine, Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from datetime import datetime
 from pathlib import Path
@@ -62,6 +63,7 @@ from mnemoproxy.memory.store.db import require_agent
 from mnemoproxy.memory.store.knowledge.procedures import StoredProcedure
 from mnemoproxy.memory.store.postgres.connections import DatabaseOwnerLock
 from mnemoproxy.memory.store.records import item_type_of
+from mnemoproxy.memory.write.documents import PARSE_THREADS
 from mnemoproxy.memory.write.pipeline import Claims, IngestResult, WritePath
 
 log = logging.getLogger(__name__)
@@ -159,6 +161,7 @@ class Memory(Management):
         self._with_documents: dict[str, tuple[bool, float]] = {}
         # Forgets' full-text merge, in the background (memory/background/scrub.py).
         self._scrubs = ScrubSchedule(store.scrub)
+        self._documents = ThreadPoolExecutor(PARSE_THREADS, thread_name_prefix="mnemo-documents")
 
     @classmethod
     async def open(
@@ -274,6 +277,7 @@ class Memory(Management):
         await self._worker.stop()
         await self._vectors.flush()
         await self._scrubs.close()
+        self._documents.shutdown(wait=False, cancel_futures=True)
         await self.store.close()
         if self._ownership is not None:
             self._ownership.release()

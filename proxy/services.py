@@ -11,6 +11,7 @@ from mnemoproxy.config.settings import Settings
 from mnemoproxy.errors import MemoryDisabled
 from mnemoproxy.gate import ReadPath, ThreadCompressor
 from mnemoproxy.memory import Memory
+from mnemoproxy.proxy.api.uploads import UploadSlots
 from mnemoproxy.proxy.edge.access import authorize
 from mnemoproxy.proxy.edge.ids import normalised_id
 from mnemoproxy.proxy.edge.keys import KeyFile
@@ -28,6 +29,8 @@ class Services:
     metrics: Metrics = field(default_factory=Metrics)
     keys: KeyFile | None = None  # the inspector's sign-in checks a key typed into it
     sessions: InspectorSessions | None = None  # and makes a session of it
+    # Document uploads under way, per key (proxy/api/uploads.py).
+    uploads: UploadSlots = field(default_factory=UploadSlots)
     # Long threads' compression (context_budget_tokens), built once over memory.
     threads: ThreadCompressor | None = field(init=False, default=None)
 

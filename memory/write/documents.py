@@ -14,6 +14,14 @@ before (OVERLAP_TOKENS at most) so a statement split across the cut is found who
 
 Sizes are estimated (about four characters a token): memory/ does not load the
 tokenizer, and the planner counts the real tokens of what it shows.
+
+A PDF is read within budgets, checked page by page so that reading stops at the first one
+exceeded rather than after every page: MAX_PDF_PAGES pages; MAX_TEXT_CHARS characters of
+text (more cannot fit in MAX_CHUNKS chunks); PARSE_SECONDS; and content to interpret of at
+most CONTENT_PER_BYTE times the file's size (plus CONTENT_SLACK), judged before each
+page is read. Pages may share one compressed content stream: a 15 KB file of 80 pages
+each showing the same megabyte of text took minutes of CPU, and a few thousand such
+pages fit in an upload. Ordinary PDFs hold far less content than 16 times their size.
 """
 
 from __future__ import annotations
@@ -21,10 +29,12 @@ from __future__ import annotations
 import io
 import logging
 import re
+import time
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from html.parser import HTMLParser
 from pathlib import PurePath
+from typing import Any
 
 from mnemoproxy.errors import InvalidArgument, TooLarge
 from mnemoproxy.memory.text.sentences import sentences
@@ -37,6 +47,17 @@ MAX_TOKENS = 300
 OVERLAP_TOKENS = 50
 # A document of more chunks is refused (split it): about 600k tokens of text.
 MAX_CHUNKS = 2000
+# A PDF's budgets (see above).
+MAX_PDF_PAGES = 2000
+MAX_TEXT_CHARS = MAX_CHUNKS * MAX_TOKENS * CHARS_PER_TOKEN
+PARSE_SECONDS = 30.0
+CONTENT_PER_BYTE = 16
+CONTENT_SLACK = 128 * 1024
+# Form XObjects (content a page invokes by name) drawn per page's text extraction.
+FORMS_PER_PAGE = 64
+# Documents are read on threads of their own, this many at a time: the default pool is
+# the read path's (SQLite, vectors, the plan), which uploads must not fill.
+PARSE_THREADS = 2
 MAX_TITLE_CHARS = 300
 HEADING_SEPARATOR = " › "
 
@@ -343,25 +364,53 @@ _BROKEN_WORD = re.compile(r"(\w)-\n(\w)")
 
 
 def _pdf_sections(data: bytes, name: str) -> tuple[str | None, list[_Section]]:
-    from pypdf import PdfReader
+    from pypdf import PdfReader, apply_configuration
+    from pypdf.errors import LimitReachedError
 
+    content_budget = CONTENT_PER_BYTE * len(data) + CONTENT_SLACK
+    too_large = f"{name} is too large a PDF to read"
+    # pypdf's own limits, tightened to this file: no stream decompresses past the content
+    # budget, and a page draws a bounded number of forms.
+    limits = {"zlib_maximum_output_length": content_budget,
+              "xform_maximum_invocations_per_extraction": FORMS_PER_PAGE}
     try:
-        reader = PdfReader(io.BytesIO(data))
-        if reader.is_encrypted and not reader.decrypt(""):
-            raise InvalidArgument(f"{name} is an encrypted PDF: send it without a password",
-                                  param="file")
-        metadata = reader.metadata
-        title = metadata.title if metadata is not None else None
-        sections = []
-        for number, page in enumerate(reader.pages, start=1):
-            text = page.extract_text() or ""
-            # Words broken at a line's end ("know-\nledge") are joined again.
-            text = _BROKEN_WORD.sub(r"\1\2", text)
-            paragraphs = [" ".join(p.split()) for p in _paragraphs(text)]
-            if paragraphs:
-                sections.append(_Section((), number, paragraphs))
-    except InvalidArgument:
+        with apply_configuration(**limits):
+            reader = PdfReader(io.BytesIO(data))
+            if reader.is_encrypted and not reader.decrypt(""):
+                raise InvalidArgument(
+                    f"{name} is an encrypted PDF: send it without a password", param="file")
+            if len(reader.pages) > MAX_PDF_PAGES:
+                raise TooLarge(f"{too_large}: {len(reader.pages)} pages, more than the "
+                               f"{MAX_PDF_PAGES} one document may have; split it",
+                               param="file")
+            metadata = reader.metadata
+            title = metadata.title if metadata is not None else None
+            sections = []
+            deadline = time.monotonic() + PARSE_SECONDS
+            content = characters = 0
+            for number, page in enumerate(reader.pages, start=1):
+                content += _content_bytes(page)
+                if content > content_budget:
+                    raise TooLarge(
+                        f"{too_large}: its pages hold far more content than a file of its "
+                        "size does (pages sharing one compressed stream?); send its text "
+                        "instead", param="file")
+                if time.monotonic() > deadline:
+                    raise TooLarge(f"{too_large} within {PARSE_SECONDS:g} seconds; split it",
+                                   param="file")
+                text = _page_text(page)
+                characters += len(text)
+                if characters > MAX_TEXT_CHARS:
+                    raise TooLarge(f"{too_large}: more than {MAX_TEXT_CHARS} characters of "
+                                   "text; split it", param="file")
+                paragraphs = [" ".join(p.split()) for p in _paragraphs(text)]
+                if paragraphs:
+                    sections.append(_Section((), number, paragraphs))
+    except (InvalidArgument, TooLarge):
         raise
+    except LimitReachedError:
+        raise TooLarge(f"{too_large}: a stream in it decompresses past what a file of its "
+                       "size may hold", param="file") from None
     except Exception as exc:  # pypdf raises many kinds of error on a broken file
         log.info("PDF %s does not parse: %r", name, exc)
         raise InvalidArgument(
@@ -372,6 +421,29 @@ def _pdf_sections(data: bytes, name: str) -> tuple[str | None, list[_Section]]:
             f"{name} holds no text that can be extracted (a scanned PDF needs OCR first)",
             param="file")
     return (str(title) if title else None), sections
+
+
+def _page_text(page: Any) -> str:
+    """A page's text, words broken at a line's end ("know-\nledge") joined again."""
+    return _BROKEN_WORD.sub(r"\1\2", page.extract_text() or "")
+
+
+def _content_bytes(page: Any) -> int:
+    """What reading a page's text interprets, judged before reading it: its content
+    streams (decompressed), and the largest form XObject it names as often as it draws
+    one (at most FORMS_PER_PAGE times)."""
+    contents = page.get_contents()
+    data = contents.get_data() if contents is not None else b""
+    drawn = min(FORMS_PER_PAGE, data.count(b"Do"))
+    resources = page.get("/Resources")
+    forms = resources.get_object().get("/XObject") if drawn and resources is not None else None
+    largest = 0
+    if forms is not None:
+        for form in forms.get_object().values():
+            stream = form.get_object()
+            if stream.get("/Subtype") == "/Form":
+                largest = max(largest, len(stream.get_data()))
+    return len(data) + largest * drawn
 
 
 # -- chunks --------------------------------------------------------------------------------
