@@ -371,10 +371,9 @@ def _pdf_sections(data: bytes, name: str) -> tuple[str | None, list[_Section]]:
     too_large = f"{name} is too large a PDF to read"
     # pypdf's own limits, tightened to this file: no stream decompresses past the content
     # budget, and a page draws a bounded number of forms.
-    limits = {"zlib_maximum_output_length": content_budget,
-              "xform_maximum_invocations_per_extraction": FORMS_PER_PAGE}
     try:
-        with apply_configuration(**limits):
+        with apply_configuration(zlib_maximum_output_length=content_budget,
+                                 xform_maximum_invocations_per_extraction=FORMS_PER_PAGE):
             reader = PdfReader(io.BytesIO(data))
             if reader.is_encrypted and not reader.decrypt(""):
                 raise InvalidArgument(

@@ -142,4 +142,4 @@ def _spooled(folder: Path | None) -> IO[bytes]:
     if folder is None:
         return io.BytesIO()
     folder.mkdir(mode=0o700, parents=True, exist_ok=True)
-    return tempfile.SpooledTemporaryFile(max_size=IN_MEMORY_BYTES, dir=folder)
+    return tempfile.SpooledTemporaryFile(max_size=IN_MEMORY_BYTES, dir=str(folder))

@@ -51,7 +51,8 @@ class Key:
 
     def may_use(self, agent_id: str) -> bool:
         """Whether its agent list names `agent_id` (or every agent)."""
-        return bool(self.agents) and (EVERY_AGENT in self.agents or agent_id in self.agents)
+        agents = self.agents or ()
+        return EVERY_AGENT in agents or agent_id in agents
 
     def as_dict(self) -> dict[str, object]:
         """What `keys list` shows: everything but the hash."""
