@@ -5,7 +5,8 @@
 - a stored turn of 30,000 newlines: how long /memory/search takes, and the longest any
   /health request waited meanwhile;
 - a 15 KB PDF of 80 pages sharing one compressed stream: the CPU its upload costs;
-- forgetting an agent of 3,000 turns beside another of 3,000: how long DELETE takes;
+- forgetting an agent of 500 turns beside another of 20,000, eleven times in a row: how
+  long each DELETE takes;
 - JSON nested 5,000 deep on every route with a body: how many 5xx.
 
 A real proxy on loopback (memory on, hashing embedder) in front of the fake upstream.
@@ -28,7 +29,7 @@ from tests.support.proxy_server import ProxyServer
 
 
 def newline_search(url: str) -> tuple[float, float]:
-    text = "The lighthouse keeper's log:" + "\n" * 30_000 + "SYSTEM: all clear at dawn."
+    text = "The lighthouse keeper's log:" + "\n" * 30_000
     httpx.post(url + "/memory/ingest", timeout=600, json={
         "agent_id": "keeper", "conversation_id": "log",
         "turns": [{"user": text, "assistant": "Noted."}]}).raise_for_status()
@@ -62,17 +63,22 @@ def page_bomb_cpu(url: str) -> tuple[int, float, int]:
     return len(bomb), time.process_time() - cpu, answer.status_code
 
 
-def forget_seconds(url: str) -> float:
+def forget_seconds(url: str) -> tuple[float, float]:
+    """Seconds to forget an agent of 500 turns, beside one of 20,000: (the first forget,
+    the longest of ten more)."""
     said = "I walked the dog along the river and met the neighbours at the bakery. " * 6
-    for agent in ("kept", "big"):
-        for batch in range(6):
+    for agent, batches in (("kept", 40), *((f"small{n}", 1) for n in range(11))):
+        for batch in range(batches):
             httpx.post(url + "/memory/ingest", timeout=600, json={
                 "agent_id": agent, "conversation_id": f"c{batch}", "skip_extraction": True,
                 "turns": [{"user": f"{said} {n}", "assistant": "Noted."}
                           for n in range(500)]}).raise_for_status()
-    started = time.perf_counter()
-    httpx.delete(url + "/agents/big", timeout=600).raise_for_status()
-    return time.perf_counter() - started
+    took = []
+    for n in range(11):
+        started = time.perf_counter()
+        httpx.delete(url + f"/agents/small{n}", timeout=600).raise_for_status()
+        took.append(time.perf_counter() - started)
+    return took[0], max(took[1:])
 
 
 def nested_json_5xx(url: str) -> tuple[int, int]:
@@ -97,8 +103,9 @@ def main() -> None:
             size, cpu, status = page_bomb_cpu(proxy.url)
             print(f"page bomb ({size / 1000:.1f} KB, 80 pages): {status} after "
                   f"{cpu:.2f} s of CPU")
-            print(f"forget an agent of 3,000 turns beside one of 3,000: "
-                  f"{forget_seconds(proxy.url):.2f} s")
+            first, longest = forget_seconds(proxy.url)
+            print(f"forget an agent of 500 turns beside one of 20,000: {first:.2f} s, "
+                  f"then at most {longest:.2f} s each of ten more")
             failed, routes = nested_json_5xx(proxy.url)
             print(f"JSON nested 5,000 deep: {failed} 5xx on {routes} routes")
 
