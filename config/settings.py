@@ -9,6 +9,7 @@ so the CLI, the README check and validation all read the same place.
 from __future__ import annotations
 
 import dataclasses
+import difflib
 import os
 import tomllib
 from collections.abc import Mapping
@@ -19,6 +20,10 @@ from typing import Any
 from mnemoproxy.errors import SettingError
 
 ENV_PREFIX = "MNEMO_"
+# MNEMO_ variables that are not settings: the command line's key for a running proxy, and
+# the test and benchmark tools' paths. Any other is a mistake start-up warns about.
+OTHER_ENV_NAMES = frozenset({"MNEMO_API_KEY", "MNEMO_CHROMIUM", "MNEMO_LOCOMO_PATH",
+                             "MNEMO_LONGMEMEVAL_PATH", "MNEMO_BENCH_FIGURES_FILE"})
 EMBEDDING_BACKENDS = ("wordllama", "minilm", "openai", "hashing")
 DEFAULT_CONFIG_FILE = "mnemoproxy.toml"
 # Below this a long thread's budget could not hold a system prompt, a summary and a turn.
@@ -443,3 +448,22 @@ def load_settings(
         values[name] = _coerce(by_name[name], raw, "--" + name.replace("_", "-"))
 
     return Settings(**values)
+
+
+def unknown_environment(environ: Mapping[str, str] | None = None) -> list[tuple[str, str | None]]:
+    """MNEMO_ variables that name no setting (a typo is silently ignored otherwise), each
+    with the setting's variable it most likely meant, if one is close."""
+    environ = os.environ if environ is None else environ
+    known = [ENV_PREFIX + f.name.upper() for f in SETTINGS_TABLE]
+    unknown = sorted(name for name in environ if name.startswith(ENV_PREFIX)
+                     and name not in known and name not in OTHER_ENV_NAMES)
+    return [(name, _meant(name, known)) for name in unknown]
+
+
+def _meant(name: str, known: list[str]) -> str | None:
+    close = difflib.get_close_matches(name, known, n=1, cutoff=0.75)
+    if close:
+        return close[0]
+    # A part of a longer name (MNEMO_DEBOUNCE): the one setting that holds it.
+    holding = [k for k in known if name.removeprefix(ENV_PREFIX) in k]
+    return holding[0] if len(holding) == 1 else None

@@ -15,9 +15,19 @@ from mnemoproxy.gate.inject import inject
 from mnemoproxy.gate.messages import continues_after_tools, latest_user_index, message_text
 from mnemoproxy.gate.planner import MemoryBlock, Planner, Procedure
 from mnemoproxy.gate.relevance import REFERENCE_PROMPTS, HeuristicGate, make_gate
+from mnemoproxy.gate.relevance.payload import split_request
 from mnemoproxy.gate.relevance.types import Evidence, Gate, GateContext, GateDecision
 from mnemoproxy.gate.tokens.counter import count_tokens
-from mnemoproxy.memory import CoreModel, Fact, Kind, SearchResult
+from mnemoproxy.memory import (
+    CoreModel,
+    Fact,
+    Kind,
+    SearchResult,
+    detect_language,
+    latin_language,
+    script_language,
+    zipf,
+)
 
 # Of the block's budget, how much a decision of each confidence may fill: a weak signal
 # gets the best items, not a full block of maybe-related memory. Weak signals are mostly
@@ -66,6 +76,10 @@ class MemoryReader(Protocol):
     ) -> list[float]: ...
 
     async def common_words(self, agent_id: str) -> frozenset[str]: ...
+
+    async def reference_vectors(self, texts: tuple[str, ...]) -> Any: ...
+
+    async def word_counts(self, agent_id: str, text: str) -> tuple[dict[str, int], int]: ...
 
     async def has_documents(self, agent_id: str) -> bool: ...
 
@@ -145,6 +159,7 @@ class ReadPath:
             core_timeout=settings.memory_read_deadline_seconds / 2,
         )
         await asyncio.to_thread(_warm_up)
+        await memory.reference_vectors(REFERENCE_PROMPTS)
         planner = Planner(
             budget_tokens=settings.memory_budget_tokens, suspicious=settings.suspicious_memory
         )
@@ -188,7 +203,16 @@ class ReadPath:
                 for name in names
             }
             wanted = terms(text)
+            # The message's own words (not the material it hands over): which of them
+            # memory holds, and how rare each is there.
+            own_words = split_request(text).instruction
+            counts, items = await self.memory.word_counts(agent_id, own_words)
+            language = latin_language(own_words)
             return Evidence(
+                words=counts,
+                items=items,
+                commonness={word: zipf(word, script_language(word) or language)
+                            for word in counts},
                 similarity=max((r.components.get("vector", 0.0) for r in found_items), default=0.0),
                 reference=await self.memory.reference_similarities(agent_id, REFERENCE_PROMPTS),
                 names=[name for name, share in shares.items() if share > 0],
@@ -200,6 +224,7 @@ class ReadPath:
         context = GateContext(
             known_entities=await self.memory.entity_names(agent_id), probe=probe,
             documents=await self.memory.has_documents(agent_id),
+            language=detect_language(split_request(text).instruction),
         )
         decision = await self.gate.decide(text, context)
         procedures = await self.procedures_for(agent_id, text)
@@ -263,5 +288,6 @@ def document_share(wanted: set[str], results: Sequence[SearchResult]) -> float:
 
 def _warm_up() -> None:
     count_tokens("warm up")
+    zipf("warm", latin_language("warm up"))  # the language's word lists
     # Whatever the gate mode, the lexical scanner is used (directly or as the fallback).
     HeuristicGate().lexical("warm up", GateContext())

@@ -20,12 +20,14 @@ contracts that cross the boundary, and the shared word handling.
 
 from mnemoproxy.memory.background.consolidate import ConsolidationReport
 from mnemoproxy.memory.core_model.client import CoreModel, JsonClient
-from mnemoproxy.memory.models import KINDS, SCOPES, Kind, Turn
+from mnemoproxy.memory.models import KINDS, SCOPES, Change, Kind, Turn
 from mnemoproxy.memory.search.hybrid import SearchResult
 from mnemoproxy.memory.service import Memory
 from mnemoproxy.memory.store.conversations.threads import ThreadSummary
 from mnemoproxy.memory.store.knowledge.documents import StoredChunk, StoredDocument
 from mnemoproxy.memory.store.records import Fact
+from mnemoproxy.memory.text.language import detect_language, latin_language, script_language
+from mnemoproxy.memory.text.rarity import zipf
 from mnemoproxy.memory.text.sentences import sentence_spans, sentences
 from mnemoproxy.memory.text.words import CHATTER, STOP_WORDS, WORD, stem
 from mnemoproxy.memory.write.documents import DOCUMENT_EXTENSIONS
@@ -38,6 +40,7 @@ __all__ = [
     "SCOPES",
     "STOP_WORDS",
     "WORD",
+    "Change",
     "ConsolidationReport",
     "CoreModel",
     "DistillOutcome",
@@ -51,7 +54,11 @@ __all__ = [
     "StoredDocument",
     "ThreadSummary",
     "Turn",
+    "detect_language",
+    "latin_language",
+    "script_language",
     "sentence_spans",
     "sentences",
     "stem",
+    "zipf",
 ]

@@ -9,6 +9,7 @@ has no fact 3", with the id's parameter named.
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import logging
 import time
 from collections import OrderedDict
@@ -19,7 +20,7 @@ from typing import TYPE_CHECKING, Any, Literal, TypeVar
 from mnemoproxy.config.settings import Settings
 from mnemoproxy.errors import InvalidArgument, NotFound
 from mnemoproxy.memory.background.scrub import ScrubSchedule
-from mnemoproxy.memory.models import FactDraft, ProcedureDraft
+from mnemoproxy.memory.models import Change, FactDraft, ProcedureDraft
 from mnemoproxy.memory.store import Store
 from mnemoproxy.memory.store.db import require_agent
 from mnemoproxy.memory.store.knowledge.documents import StoredChunk, StoredDocument
@@ -66,8 +67,12 @@ class Management:
     _documents: ThreadPoolExecutor  # where documents are read (PARSE_THREADS)
 
     async def _known(self, agent_id: str) -> None:
-        if not await self.store.has_agent(agent_id):
+        if not await self.has_agent(agent_id):
             raise NotFound(f"no agent {agent_id!r} in memory", param="agent_id")
+
+    async def has_agent(self, agent_id: str) -> bool:
+        """Whether memory holds anything of the agent."""
+        return await self.store.has_agent(agent_id)
 
     async def identity_facts(self, agent_id: str) -> list[Fact]:
         """The agent's current identity facts, most salient first (at most
@@ -107,6 +112,26 @@ class Management:
         await self._known(agent_id)
         return await self.store.sessions_page(agent_id, limit=limit, after_id=after_id)
 
+    async def counts(self, agent_id: str) -> dict[str, int]:
+        """How much of each the agent holds (current identity and pinned facts, episodes,
+        sessions, messages, documents, procedures)."""
+        await self._known(agent_id)
+        return await self.store.agent_counts(agent_id)
+
+    async def session(self, agent_id: str, session_id: int) -> dict[str, Any]:
+        """One session as `sessions` lists it: key, title, times, messages, first words."""
+        await self._known(agent_id)
+        found = await self.store.session_summary(agent_id, session_id)
+        return must_exist(found, agent_id, "session", session_id)
+
+    async def distilled_from(
+        self, agent_id: str, session_id: int
+    ) -> tuple[list[Episode], list[Fact]]:
+        """What memory drew from one session: its episodes, and the facts it is the
+        source of (current and superseded)."""
+        await self._known(agent_id)
+        return await self.store.distilled_from_session(agent_id, session_id)
+
     async def session_messages(self, agent_id: str, session_id: int) -> list[dict[str, Any]]:
         await self._known(agent_id)
         messages = await self.store.session_transcript(agent_id, session_id)
@@ -129,16 +154,16 @@ class Management:
 
     async def edit_fact(
         self, agent_id: str, fact_id: int, *, content: str | None = None,
-        salience: float | None = None, pinned: bool | None = None,
+        salience: float | None = None, keep: bool | None = None,
     ) -> int:
         """Change a current fact. New content supersedes it (the old text stays as history;
-        the new fact keeps its pin) and the new fact's id is returned; a salience or a pin
-        alone is set in place."""
+        the new fact is kept as the old one was) and the new fact's id is returned; a
+        salience or `keep` (consolidation never fades nor evicts a kept fact) alone is set
+        in place."""
         current = await self.store.fact(agent_id, fact_id)
         if current is None or current.valid_to is not None:
             raise missing(agent_id, "current fact", fact_id)
-        if pinned is None:
-            pinned = current.pinned_at is not None
+        kept = current.pinned_at is not None if keep is None else keep
         if content is not None:
             content = self._writer.scrub(content)
         if content is not None and content != current.content:
@@ -148,8 +173,8 @@ class Management:
             fact_id = await self.store.supersede_fact(agent_id, fact_id, draft)
         elif salience is not None:
             await self.store.set_fact_salience(agent_id, fact_id, salience)
-        if pinned != (current.pinned_at is not None) or fact_id != current.id:
-            await self.store.set_fact_pinned(agent_id, fact_id, pinned)
+        if kept != (current.pinned_at is not None) or fact_id != current.id:
+            await self.store.set_fact_pinned(agent_id, fact_id, kept)
         return fact_id
 
     async def delete_fact(self, agent_id: str, fact_id: int) -> None:
@@ -280,13 +305,20 @@ class Management:
         media_type: str | None = None,
         title: str | None = None,
         filename: str | None = None,
-    ) -> StoredDocument:
+    ) -> tuple[StoredDocument, Change]:
         """Parse a document (as `media_type` when it is a supported one, else as its file
         name says), cut it into chunks along its structure and store them as the agent's
         items (the agent is created when new), scrubbed as everything stored is; embedded
-        before this returns, as an ingest is. InvalidArgument for a file that cannot be
-        read, TooLarge for one of too many chunks."""
+        before this returns, as an ingest is. The same bytes sent again are recognised
+        ("unchanged": nothing is parsed or stored); a file of the same name with other
+        content replaces the older one ("updated"). InvalidArgument for a file that cannot
+        be read, TooLarge for one of too many chunks."""
         require_agent(agent_id)
+        raw = data.encode("utf-8") if isinstance(data, str) else data
+        content_hash = hashlib.sha256(raw).hexdigest()
+        known = await self.store.document_with_content(agent_id, content_hash)
+        if known is not None:
+            return known, "unchanged"
         scrub = self._writer.scrub
         kind = media_type_of(filename, media_type)
 
@@ -298,16 +330,20 @@ class Management:
 
         kept_title, chunks, kind = await asyncio.get_running_loop().run_in_executor(
             self._documents, parse)
-        size = len(data.encode("utf-8") if isinstance(data, str) else data)
-        document_id = await self.store.add_document(
-            agent_id, title=kept_title, source=scrub(filename or ""), media_type=kind,
-            size_bytes=size, chunks=chunks,
-        )
+        # A replaced document's chunks go with their vectors: not while they are embedded.
+        async with self._worker.paused():
+            document_id, change = await self.store.add_document(
+                agent_id, title=kept_title, source=scrub(filename or ""), media_type=kind,
+                size_bytes=len(raw), chunks=chunks, content_hash=content_hash,
+            )
+        if change == "updated":
+            self._scrubs.after_forget()
+            await self._vectors.drop_deleted(agent_id)
         self._with_documents[agent_id] = (True, time.monotonic())
         await self._worker.drain(flush=False)
         found = await self.store.document(agent_id, document_id)
         assert found is not None
-        return found[0]
+        return found[0], change
 
     async def documents(
         self, agent_id: str, *, limit: int, after_id: int = 0

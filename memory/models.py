@@ -20,6 +20,9 @@ SCOPES: dict[str, tuple[Kind, ...]] = {
     "transcript": ("transcript",),
     "documents": ("document",),
 }
+# What storing something sent again did (a conversation ingested, a document uploaded):
+# stored as new, added to or replacing what memory held ("updated"), or nothing at all.
+Change = Literal["new", "updated", "unchanged"]
 
 
 @dataclass(frozen=True)

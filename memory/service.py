@@ -55,11 +55,12 @@ from mnemoproxy.memory.search.hybrid import (
     SearchResult,
 )
 from mnemoproxy.memory.search.periods import period_asked
+from mnemoproxy.memory.search.query_terms import query_terms
 from mnemoproxy.memory.search.vectors import VectorIndexes
 from mnemoproxy.memory.store import Store
 from mnemoproxy.memory.store.cipher import Cipher
 from mnemoproxy.memory.store.conversations.threads import ThreadSummary
-from mnemoproxy.memory.store.db import require_agent
+from mnemoproxy.memory.store.db import DB_FILE, require_agent
 from mnemoproxy.memory.store.knowledge.procedures import StoredProcedure
 from mnemoproxy.memory.store.postgres.connections import DatabaseOwnerLock
 from mnemoproxy.memory.store.records import item_type_of
@@ -81,6 +82,9 @@ REFERENCE_CACHE_AGENTS = 4096
 # Whether an agent holds documents is asked of the store again after this long (another
 # process may have added some).
 DOCUMENTS_SECONDS = 5.0
+# Words are counted this far in each kind of item: past it a word is common, whatever
+# its exact count.
+WORD_COUNT_CAP = 50
 
 
 
@@ -162,6 +166,13 @@ class Memory(Management):
         # Forgets' full-text merge, in the background (memory/background/scrub.py).
         self._scrubs = ScrubSchedule(store.scrub)
         self._documents = ThreadPoolExecutor(PARSE_THREADS, thread_name_prefix="mnemo-documents")
+
+    @staticmethod
+    def held_at(settings: Settings) -> bool:
+        """Whether memory exists where `settings` point: a database file in data_dir (a
+        PostgreSQL store_url is taken to hold one). Commands that only read ask first, so
+        as not to create an empty memory wherever they happen to run."""
+        return bool(settings.store_url) or (Path(settings.data_dir) / DB_FILE).is_file()
 
     @classmethod
     async def open(
@@ -328,16 +339,20 @@ class Memory(Management):
         *,
         session_date: datetime | None = None,
         skip_extraction: bool = False,
+        title: str = "",
     ) -> IngestResult:
         """Seed memory with a whole conversation, distil it and embed it now (awaited): once
         this returns, reads see the conversation as they will later, vectors included, so
-        the same question gets the same memory right after an ingest as an hour later."""
+        the same question gets the same memory right after an ingest as an hour later.
+        Turns the conversation holds already are skipped (the result counts them); `title`
+        names the session (an imported conversation's own title)."""
         result = await self._writer.ingest(
             agent_id,
             conversation_id,
             turns,
             session_date=session_date,
             skip_extraction=skip_extraction,
+            title=title,
         )
         # Index files are written by the worker's schedule, not after every ingest.
         await self._worker.drain(flush=False)
@@ -397,14 +412,26 @@ class Memory(Management):
         ):
             self._measured.move_to_end(agent_id)
             return measured.similarities
-        vectors = self._reference_vectors.get(texts)
-        if vectors is None:
-            vectors = self._reference_vectors[texts] = await self._embedder.embed(texts)
+        vectors = await self.reference_vectors(texts)
         found = await self._vectors.best_similarities(agent_id, vectors)
         self._measured[agent_id] = _Measured(texts, items, sorted(float(s) for s in found))
         if len(self._measured) > REFERENCE_CACHE_AGENTS:
             self._measured.popitem(last=False)
         return self._measured[agent_id].similarities
+
+    async def word_counts(self, agent_id: str, text: str) -> tuple[dict[str, int], int]:
+        """How many of the agent's items hold each of `text`'s search words (counted up to
+        WORD_COUNT_CAP), and how many items the agent has: what the agent's memory holds of
+        a message's words, and how rare each is there."""
+        return await self.store.term_counts(agent_id, query_terms(text), WORD_COUNT_CAP)
+
+    async def reference_vectors(self, texts: tuple[str, ...]) -> np.ndarray:
+        """The embeddings of `texts` (the gate's reference prompts), computed once: the
+        read path asks for them at start-up, so an agent's first question does not wait."""
+        vectors = self._reference_vectors.get(texts)
+        if vectors is None:
+            vectors = self._reference_vectors[texts] = await self._embedder.embed(texts)
+        return vectors
 
     async def common_words(self, agent_id: str) -> frozenset[str]:
         """Words in a large share of the agent's messages (see memory/search/common_terms.py): the

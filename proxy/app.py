@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import sys
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -21,6 +22,7 @@ from mnemoproxy.config.settings import Settings
 from mnemoproxy.errors import MemoryDisabled
 from mnemoproxy.gate import ReadPath
 from mnemoproxy.memory import Memory
+from mnemoproxy.proxy import startup
 from mnemoproxy.proxy.api.agents import AGENT_ROUTES
 from mnemoproxy.proxy.api.documents import DOCUMENT_ROUTES
 from mnemoproxy.proxy.api.memory import MEMORY_ROUTES, TYPE_DECODERS
@@ -29,15 +31,11 @@ from mnemoproxy.proxy.api.models import (
     Health,
     MemoryHealth,
     ReadsSinceStart,
+    UpstreamHealth,
 )
 from mnemoproxy.proxy.api.procedures import PROCEDURE_ROUTES
 from mnemoproxy.proxy.chat.route import chat_completions
-from mnemoproxy.proxy.edge.access import (
-    Guard,
-    caller,
-    key_notes,
-    require_keys_off_loopback,
-)
+from mnemoproxy.proxy.edge.access import Guard, caller, require_keys_off_loopback
 from mnemoproxy.proxy.edge.body_deadline import body_deadline
 from mnemoproxy.proxy.edge.errors import EXCEPTION_HANDLERS
 from mnemoproxy.proxy.edge.json_body import JsonRequest
@@ -48,6 +46,7 @@ from mnemoproxy.proxy.edge.sessions import InspectorSessions
 from mnemoproxy.proxy.inspector.routes import INSPECTOR_ROUTES, answer_inspector_in_html
 from mnemoproxy.proxy.mcp.endpoint import LazyMcpEndpoint
 from mnemoproxy.proxy.relay.passthrough import FastRelay
+from mnemoproxy.proxy.relay.probe import UpstreamProbe
 from mnemoproxy.proxy.relay.upstream import Upstream
 from mnemoproxy.proxy.services import Services, open_memory
 
@@ -70,11 +69,12 @@ async def health(
     """Liveness for anyone; the upstream and memory's counts for admin keys."""
     if not caller(request).admin:
         return Health(status="ok")
+    upstream = UpstreamHealth.of(services.probe) if services.probe is not None else None
     if services.memory is None:
-        return Health(status="ok", upstream=services.upstream.shown_url, memory="disabled")
+        return Health(status="ok", upstream=upstream, memory="disabled")
     reads = ReadsSinceStart(**services.metrics.read_counts())
     activity = services.memory.activity()
-    return Health(status="ok", upstream=services.upstream.shown_url,
+    return Health(status="ok", upstream=upstream,
                   memory=MemoryHealth(**await services.memory.health(), reads=reads,
                                       distillations=activity["distillations"],
                                       core_model=CoreModelBudget(**activity["core_model"])))
@@ -100,16 +100,20 @@ def create_app(
     *,
     upstream: Upstream | None = None,
     memory_opener: MemoryOpener = open_memory,
+    announce: bool = True,
+    watch_upstream: bool = True,
 ) -> Litestar:
     """Build the app. Collaborators can be passed in (tests pass fakes); whatever is not
-    passed is created in the lifespan, so importing this module stays cheap."""
+    passed is created in the lifespan, so importing this module stays cheap. With
+    `announce` the lifespan logs the start-up report (proxy/startup.py): several workers
+    leave it to the `serve` that started them. With `watch_upstream` it looks whether the
+    upstream can be reached at start-up (/health looks again later, in any case); the
+    command line's in-process app, which relays nothing, does not."""
     sys.setswitchinterval(SWITCH_INTERVAL_SECONDS)
     keys = KeyFile.of(settings.keys_file, settings.data_dir)
     sessions = InspectorSessions(Path(settings.data_dir))
     guard = Guard(settings, keys, sessions)
     require_keys_off_loopback(settings, keys)
-    for note in key_notes(settings, keys):
-        log.warning("keys: %s", note)
     counters = Metrics()
     opened: dict[str, Memory] = {}
     mcp = LazyMcpEndpoint(lambda: opened["memory"]) if settings.enabled else None
@@ -123,16 +127,27 @@ def create_app(
     @asynccontextmanager
     async def lifespan(app: Litestar) -> AsyncIterator[None]:
         client = upstream or Upstream(settings)
+        probe = UpstreamProbe(client)
+        looked = probe.check() if watch_upstream else asyncio.sleep(0, probe.last)  # not looked
+        first_look = asyncio.get_running_loop().create_task(looked)
         memory: Memory | None = None
         read_path: ReadPath | None = None
-        if settings.enabled:
-            memory, read_path = await memory_opener(settings, client)
-            opened["memory"] = memory
+        try:
+            if settings.enabled:
+                memory, read_path = await memory_opener(settings, client)
+                opened["memory"] = memory
+        except BaseException:
+            first_look.cancel()
+            raise
+        if announce:
+            startup.announce(settings, keys, await first_look)
         app.state.services = Services(settings, client, memory, read_path, counters, keys,
-                                      sessions)
+                                      sessions, probe=probe)
         try:
             yield
         finally:
+            first_look.cancel()
+            await probe.aclose()
             if mcp is not None:
                 await mcp.aclose()
             if memory is not None:

@@ -17,6 +17,7 @@ from mnemoproxy.proxy.edge.ids import normalised_id
 from mnemoproxy.proxy.edge.keys import KeyFile
 from mnemoproxy.proxy.edge.metrics import Metrics
 from mnemoproxy.proxy.edge.sessions import InspectorSessions
+from mnemoproxy.proxy.relay.probe import UpstreamProbe
 from mnemoproxy.proxy.relay.upstream import Upstream
 
 
@@ -29,6 +30,7 @@ class Services:
     metrics: Metrics = field(default_factory=Metrics)
     keys: KeyFile | None = None  # the inspector's sign-in checks a key typed into it
     sessions: InspectorSessions | None = None  # and makes a session of it
+    probe: UpstreamProbe | None = None  # whether the upstream answers (/health)
     # Document uploads under way, per key (proxy/api/uploads.py).
     uploads: UploadSlots = field(default_factory=UploadSlots)
     # Long threads' compression (context_budget_tokens), built once over memory.

@@ -125,7 +125,7 @@ def test_a_facts_history_a_forgotten_session_and_a_deleted_episode(memory_proxy,
     assert httpx.delete(f"{url}/agents/dana/episodes/{episode['id']}").status_code == 404
 
 
-def test_a_pinned_fact_outlives_consolidation(memory_proxy):
+def test_a_kept_fact_outlives_consolidation(memory_proxy):
     url = memory_proxy.url
     kept = httpx.post(url + "/agents/dana/facts", json={
         "content": "User's passport expires in 2031.", "salience": 0.0, "pinned": True}).json()
@@ -136,8 +136,8 @@ def test_a_pinned_fact_outlives_consolidation(memory_proxy):
     assert report.status_code == 200, report.text
     current = [f["content"] for f in httpx.get(url + "/agents/dana/facts").json()["facts"]]
     assert current == ["User's passport expires in 2031."]
-    unpinned = httpx.patch(f"{url}/agents/dana/facts/{kept['id']}", json={"pinned": False})
-    assert unpinned.json()["pinned"] is False
+    let_go = httpx.patch(f"{url}/agents/dana/facts/{kept['id']}", json={"pinned": False})
+    assert let_go.json()["pinned"] is False
     httpx.post(url + "/memory/consolidate", json={"agent_id": "dana"})
     assert httpx.get(url + "/agents/dana/facts").json()["facts"] == []
 

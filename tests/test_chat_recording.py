@@ -50,14 +50,29 @@ def test_chat_turns_become_facts_after_debounce(memory_proxy, fake_upstream):
     assert (alice["turns"], alice["messages"]) == (2, 4)
 
 
-def test_no_agent_header_reads_and_writes_nothing(memory_proxy, fake_upstream):
+def test_no_agent_header_reads_and_writes_nothing_and_says_so(memory_proxy, fake_upstream):
     body = {"model": "m", "messages": [{"role": "user", "content": "My name is Bob."}]}
-    response = httpx.post(memory_proxy.base_url + "/chat/completions", json=body)
-    assert response.status_code == 200
-    assert "x-memory-section" not in response.headers
-    assert fake_upstream.requests[-1].json == body
+    for headers, missing in (({}, "no X-Agent-Id header"), ({"X-Agent-Id": ""}, "is empty")):
+        for stream in (False, True):
+            response = httpx.post(memory_proxy.base_url + "/chat/completions",
+                                  json={**body, "stream": stream}, headers=headers)
+            assert response.status_code == 200
+            assert response.headers["x-memory-section"] == "off"
+            assert missing in response.headers["x-memory-hint"]
+            assert "X-Agent-Id: <agent>" in response.headers["x-memory-hint"]
+            # The hint is a header only: the request and the reply go through untouched.
+            assert fake_upstream.requests[-1].json == {**body, "stream": stream}
     time.sleep(0.3)
     assert httpx.get(memory_proxy.url + "/agents").json()["agents"] == []
+
+
+def test_a_proxy_without_memory_says_so_in_a_header(proxy, fake_upstream):
+    body = {"model": "m", "messages": [{"role": "user", "content": "My name is Bob."}]}
+    response = httpx.post(proxy.base_url + "/chat/completions", json=body,
+                          headers={"X-Agent-Id": "bob"})
+    assert response.status_code == 200 and response.json()["choices"]
+    assert response.headers["x-memory-section"] == "off"
+    assert "memory is disabled" in response.headers["x-memory-hint"]
 
 
 def test_replayed_request_does_not_duplicate_and_history_is_backfilled(memory_proxy):

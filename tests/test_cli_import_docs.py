@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 
 import httpx
-import pytest
 
 from mnemoproxy.proxy.cli.main import main
 from mnemoproxy.proxy.edge.keys import KeyFile
@@ -43,6 +42,17 @@ def test_import_docs_on_a_data_dir(tmp_path, capsys):
     assert "8443" in found[0]["text"]
     assert found[0]["provenance"]["title"] == "Guide"
 
+    # The folder again: nothing is stored twice; a changed file replaces its older text.
+    (folder / "broken.pdf").unlink()
+    (folder / "faq.txt").write_text("Backups run nightly at 03:00.")
+    assert main(["import-docs", str(folder), *data]) == 0
+    assert capsys.readouterr().out.strip() == (
+        "Imported 4 documents into ops: 0 new, 1 updated, 3 unchanged (4 chunks).")
+    assert main(["search", "when do backups run", *data, "--scope", "documents",
+                 "--json"]) == 0
+    texts = [r["text"] for r in json.loads(capsys.readouterr().out)["results"]]
+    assert "Backups run nightly at 03:00." in texts and not any("02:00" in t for t in texts)
+
 
 def test_import_docs_to_a_running_proxy(fake_upstream, tmp_path, capsys):
     settings = memory_settings(fake_upstream, tmp_path)
@@ -52,11 +62,12 @@ def test_import_docs_to_a_running_proxy(fake_upstream, tmp_path, capsys):
         assert main(["import-docs", str(folder), "--agent-id", "ops", "--url", server.url,
                      "--api-key", secret, "--no-recursive", "--json"]) == 0
         answer = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
-        assert answer == {"documents": 2, "chunks": 2, "failed": []}
+        assert answer == {"agent_id": "ops", "documents": 2, "new": 2, "updated": 0,
+                          "unchanged": 0, "chunks": 2, "failed": []}
         listed = httpx.get(f"{server.url}/agents/ops/documents",
                            headers={"Authorization": f"Bearer {secret}"}).json()["documents"]
         assert sorted(d["source"] for d in listed) == ["faq.txt", "guide.md"]
         # The key is bound to ops: another agent is refused, and the command says so.
-        with pytest.raises(SystemExit, match="403"):
-            main(["import-docs", str(folder), "--agent-id", "eve", "--url", server.url,
-                  "--api-key", secret])
+        assert main(["import-docs", str(folder), "--agent-id", "eve", "--url", server.url,
+                     "--api-key", secret]) == 1
+        assert "403" in capsys.readouterr().err

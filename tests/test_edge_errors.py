@@ -122,7 +122,10 @@ def test_a_reply_past_the_total_deadline_ends_with_a_504_or_an_error_event(
 
 
 def test_unknown_route_is_openai_shaped_404(proxy: ProxyServer):
-    assert_openai_error(httpx.get(proxy.url + "/nope"), 404)
+    error = assert_openai_error(httpx.get(proxy.url + "/nope"), 404)
+    for route in ("/v1/*", "/memory/*", "/agents", "/health", "/ui", "/mcp", "/metrics",
+                  "/schema/openapi.json"):
+        assert route in error["message"], route
 
 
 def test_wrong_method_is_openai_shaped_405(proxy: ProxyServer):

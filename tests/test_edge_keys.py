@@ -51,8 +51,8 @@ def test_a_key_without_agents_relays_chats_and_touches_no_memory(fake_upstream, 
         chat = httpx.post(server.base_url + "/chat/completions", json=CHAT,
                           headers={**bearer(relay_only), "X-Agent-Id": "alice"})
         assert chat.status_code == 200, chat.text
-        assert chat.headers["X-Memory-Section"] == "none"
-        assert chat.headers["X-Memory-Skipped"] == "key_without_agents"
+        assert chat.headers["X-Memory-Section"] == "off"
+        assert "no agent list" in chat.headers["X-Memory-Hint"]
         sent = fake_upstream.requests[-1].json
         assert "4417" not in str(sent)  # nothing read: not in the system prompt, nor the turn
         assert sent["messages"] == CHAT["messages"]

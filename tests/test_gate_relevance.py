@@ -106,7 +106,21 @@ CASES = [
     ("How can I improve my time management skills?", "none"),
     ("How is Luna doing?", "none"),  # a known name still needs evidence (below)
     ("My sister is visiting next week.", "none"),  # a statement: memory is told, not asked
-    ("", "none"),
+    # material handed over: its "I", "my" and dates are someone else's words
+    ('Fix the typos: "Me and my brother goes to the lake last sunday with our dog."', "none"),
+    ("Here is a message from a tenant:\n\nHi, my heater broke yesterday and I told you "
+     "last week already.\n\nDraft a short reply.", "none"),
+    ("Sort these by sentiment:\n1. I hated my flight\n2. My hotel was lovely", "none"),
+    ("Summarize this in one line: Last month our team shipped the app and I led the "
+     "launch, which we celebrated on Friday.", "none"),
+    ("```\n# my fix from yesterday\nx = 1\n```\nWhy does this crash?", "none"),
+    # role-play and persona set-ups
+    ("Pretend you are my old landlord and I am asking for my deposit back.", "none"),
+    ("Act as a travel agent. I want to go somewhere warm in March.", "none"),
+    ("You are now a chess coach. Critique the Sicilian for a beginner.", "none"),
+    ("From now on, answer as a pirate. How do sails work?", "none"),
+    # a date told beside a question about something else
+    ("We covered limits in class last week: what is the derivative of ln x?", "none"),
 ]
 
 
@@ -154,8 +168,12 @@ class Probe:
         name_share: float = 0.0,
         delay: float = 0.0,
         error: Exception | None = None,
+        words: dict[str, int] | None = None,
+        items: int = 1000,
+        commonness: dict[str, float | None] | None = None,
     ):
-        self.evidence = Evidence(similarity, REFERENCE, names, name_share)
+        self.evidence = Evidence(similarity, REFERENCE, names, name_share, words=words or {},
+                                 items=items, commonness=commonness or {})
         self.delay, self.error = delay, error
         self.asked: list[list[str]] = []
 
@@ -165,7 +183,9 @@ class Probe:
         if self.error is not None:
             raise self.error
         held = [name for name in self.evidence.names if name in names]  # as memory would
-        return Evidence(self.evidence.similarity, REFERENCE, held, self.evidence.name_share)
+        e = self.evidence
+        return Evidence(e.similarity, REFERENCE, held, e.name_share, words=e.words,
+                        items=e.items, commonness=e.commonness)
 
 
 async def decide(message: str, probe: Probe, entities=PETS) -> GateDecision:
@@ -425,3 +445,44 @@ def test_make_gate_builds_each_mode() -> None:
         make_gate("llm")
     with pytest.raises(SettingError, match="unknown relevance_gate_mode"):
         make_gate("sometimes")
+
+
+async def test_a_situation_told_beside_a_question_anyone_could_ask_is_background() -> None:
+    for message in (
+        "I'm totally new to sailing, what's the difference between a ketch and a yawl?",
+        "I'm anxious about my driving test next month. How can I calm my nerves?",
+        "Explain compound interest to me like I'm ten.",
+    ):
+        assert (await decide(message, Probe(0.35))).section == "none", message
+    # Asked for this user's sake, the same situation reads memory.
+    asked = await decide("I'm new to sailing. Any tips for my first week on the boat?",
+                         Probe(0.35))
+    assert asked.section == "episode"
+
+
+async def test_the_users_question_fires_when_memory_holds_its_words() -> None:
+    question = "any news on my gazebo roof repair?"
+    held = Probe(0.1, words={"news": 40, "gazebo": 1, "roof": 3, "repair": 0},
+                 commonness={"news": 5.6, "gazebo": 2.9, "roof": 4.3, "repair": 4.2})
+    decision = await decide(question, held)
+    assert (decision.section, decision.confidence) == ("episode", "medium")
+    assert "gazebo" in decision.reason
+    # The same words absent from memory: the situation alone gets a small block.
+    absent = Probe(0.1, words=dict.fromkeys(held.evidence.words, 0),
+                   commonness=dict(held.evidence.commonness))
+    assert (await decide(question, absent)).confidence == "low"
+
+
+async def test_a_question_naming_what_only_memory_knows_fires_without_a_person() -> None:
+    question = "Quillon deadline?"
+    known = Probe(0.1, words={"quillon": 2, "deadline": 30}, items=4000,
+                  commonness={"quillon": 0.0, "deadline": 4.1})
+    assert (await decide(question, known)).section == "episode"
+    # A word rare in the language but common in this memory is a topic, not a name.
+    topic = Probe(0.1, words={"quillon": 900, "deadline": 30}, items=4000,
+                  commonness={"quillon": 0.0, "deadline": 4.1})
+    assert (await decide(question, topic)).section == "none"
+    # Everyday words memory holds rarely do not make a generic question about memory.
+    generic = Probe(0.1, words={"effective": 1, "stress": 2}, items=4000,
+                    commonness={"effective": 4.9, "stress": 4.7})
+    assert (await decide("What are effective ways to beat stress?", generic)).section == "none"

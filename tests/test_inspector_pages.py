@@ -49,50 +49,84 @@ async def page(request: pytest.FixtureRequest) -> AsyncIterator[Page]:
 
 
 def ingest(url: str, agent: str, conversation: str, user: str, date: str,
-           headers: dict[str, str] | None = None) -> None:
+           headers: dict[str, str] | None = None, title: str = "") -> None:
     answer = httpx.post(url + "/memory/ingest", headers=headers, json={
         "agent_id": agent, "conversation_id": conversation, "session_date": date,
-        "turns": [{"user": user, "assistant": "Noted."}]})
+        "title": title, "turns": [{"user": user, "assistant": "Noted."}]})
     assert answer.status_code == 200, answer.text
+
+
+def seed(url: str) -> None:
+    """alice: two conversations (one with a title, one with a very long unbroken word), a
+    document, a procedure."""
+    ingest(url, "alice", "intro", "I am Alice, I work at Acme as a data engineer. "
+           "My cat is called Mia.", "2024-05-08")
+    ingest(url, "alice", "trip", "I am flying to Lisbon on Friday for a conference: "
+           "https://example.com/" + "agenda" * 60, "2024-06-02", title="Lisbon trip")
+    manual = b"# Kettle\n\n## Care\n\nDescale the kettle every 6 weeks with citric acid."
+    httpx.post(url + "/agents/alice/documents", files={
+        "file": ("kettle.md", manual, "text/markdown")}).raise_for_status()
+    httpx.post(url + "/agents/alice/procedures", json={
+        "name": "Weekly backup", "applies_when": "on Fridays",
+        "steps": ["Plug in the disk", "Run the backup script"]}).raise_for_status()
 
 
 async def test_looking_at_and_fixing_memory_in_a_browser(page: Page, memory_proxy: ProxyServer):
     url = memory_proxy.url
-    ingest(url, "alice", "intro", "I am Alice, I work at Acme as a data engineer. "
-           "My cat is called Mia.", "2024-05-08")
-    ingest(url, "alice", "trip", "I am flying to Lisbon on Friday for a conference.",
-           "2024-06-02")
+    seed(url)
 
     await page.goto(url + "/ui")
     await expect(page.locator("#agents")).to_contain_text("alice")
     await page.get_by_role("link", name="alice").click()
     await expect(page.locator("h1")).to_have_text("alice")
-    await expect(page.locator("table.facts").first).to_contain_text("User has a cat named Mia")
-    await expect(page.locator("#sessions")).to_contain_text("trip")
+    await expect(page.locator("#identity")).to_contain_text("User has a cat named Mia")
+    # The agent's page is in tabs, each with its count.
+    tabs = page.locator("nav.tabs")
+    for label in ("Overview", "Facts", "Episodes 2", "Sessions 2", "Documents 1",
+                  "Procedures 1"):
+        await expect(tabs).to_contain_text(label)
 
-    # Search shows each result's score components.
+    # Sessions are named by their title, else their first user line; a session's page
+    # shows its conversation and what memory drew from it.
+    await tabs.get_by_role("link", name="Sessions").click()
+    await expect(page.locator("#sessions")).to_contain_text("Lisbon trip")
+    await expect(page.locator("#sessions")).to_contain_text("I am Alice, I work at Acme")
+    await page.get_by_role("link", name="Lisbon trip").click()
+    await expect(page.locator("h1")).to_have_text("Lisbon trip")
+    await expect(page.locator("#transcript")).to_contain_text("flying to Lisbon")
+    await expect(page.locator("#distilled h3").first).to_have_text("Episode")
+
+    # Search: each result explained in words and linked to where it came from.
+    await page.goto(url + "/ui/agents/alice")
     await page.get_by_placeholder("search this memory").fill("Lisbon conference")
     await page.get_by_role("button", name="Search").click()
-    await expect(page.locator("#results")).to_contain_text("flying to Lisbon")
-    await expect(page.locator("#results")).to_contain_text("bm25")
+    first = page.locator("#results > li").first
+    await expect(first).to_contain_text("flying to Lisbon")
+    await expect(first.locator("strong")).to_have_text("best match")
+    await expect(first.locator(".why")).to_contain_text("holds “Lisbon”, “conference”")
+    await expect(first.locator("details")).not_to_have_attribute("open", "")
+    await first.get_by_role("link", name="“Lisbon trip”").click()
+    await expect(page).to_have_url(re.compile(r"/sessions/\d+#(turn|episode)-"))
+    await expect(page.locator("h1")).to_have_text("Lisbon trip")
 
     # The preview shows the block a message would get.
-    await page.go_back()
+    await page.goto(url + "/ui/agents/alice")
     await page.get_by_placeholder("a message to the model").fill("what is my cat called?")
     await page.get_by_role("button", name="Preview what is injected").click()
     await expect(page.locator("#block")).to_contain_text("Mia")
 
-    # Add a fact, pin it, edit it (the old text stays as history), delete it.
-    await page.goto(url + "/ui/agents/alice")
+    # Add a fact, keep it, edit it (the old text stays as history), delete it.
+    await page.goto(url + "/ui/agents/alice?tab=facts")
     await page.locator("summary", has_text="Add a fact").click()
     await page.locator("textarea[name=content]").fill("User's passport expires in 2031.")
     await page.get_by_role("button", name="Add fact").click()
     await expect(page.get_by_role("status")).to_have_text("Fact added.")
     row = page.locator("tr", has_text="User's passport expires in 2031.")
-    await row.get_by_role("button", name="Pin").click()
-    await expect(page.get_by_role("status")).to_contain_text("Fact pinned")
-    await expect(page.locator("tr", has_text="passport")).to_contain_text("pinned")
+    await row.get_by_role("button", name="Keep").click()
+    await expect(page.get_by_role("status")).to_contain_text("Fact kept")
+    await expect(page.locator("tr", has_text="passport")).to_contain_text("kept")
     await page.get_by_role("link", name="User's passport expires in 2031.").click()
+    await expect(page.locator("h1")).to_contain_text("pinned fact")
     await page.locator("textarea[name=content]").fill("User's passport expires in 2033.")
     await page.get_by_role("button", name="Save").click()
     await expect(page.get_by_role("status")).to_have_text("Fact saved.")
@@ -100,26 +134,43 @@ async def test_looking_at_and_fixing_memory_in_a_browser(page: Page, memory_prox
     await expect(page.locator("#history")).to_contain_text("2031")
     await page.get_by_role("link", name="Delete this fact…").click()
     await expect(page.locator("h1")).to_have_text("Delete this fact?")
+    await expect(page.locator("#goes")).to_contain_text(
+        "stop being served to the model as current memory")
+    await expect(page.locator("#stays")).to_contain_text("stated by hand")
     await page.get_by_role("button", name="Delete fact").click()
     await expect(page.get_by_role("status")).to_contain_text("Fact deleted")
     facts = httpx.get(url + "/agents/alice/facts").json()["facts"]
     assert not any("passport" in f["content"] for f in facts)
 
-    # Forgetting a session asks first; cancelling keeps it.
-    await page.locator("#sessions tr", has_text="trip").get_by_role("link", name="Forget").click()
-    await expect(page.locator("h1")).to_contain_text("Forget session")
+    # A distilled fact's deletion page says its conversation keeps the words.
+    await page.goto(url + "/ui/agents/alice")
+    await page.locator("#identity tr", has_text="cat named Mia").get_by_role(
+        "link", name="Delete").click()
+    await expect(page.locator("#stays")).to_contain_text(
+        "forget that session to remove them too")
     await page.get_by_role("link", name="Cancel").click()
-    await expect(page.locator("h1")).to_contain_text("Session")
+
+    # Forgetting a session shows the conversation, asks first; cancelling keeps it.
+    await page.goto(url + "/ui/agents/alice?tab=sessions")
+    await page.locator("#sessions tr", has_text="Lisbon trip").get_by_role(
+        "link", name="Forget").click()
+    await expect(page.locator("h1")).to_have_text("Forget this session?")
+    await expect(page.locator("#quote")).to_have_text("Lisbon trip")
+    await expect(page.locator("#transcript")).to_contain_text("flying to Lisbon")
+    await expect(page.locator("#goes")).to_contain_text("Its 2 messages")
+    await page.get_by_role("link", name="Cancel").click()
+    await expect(page.locator("h1")).to_have_text("Lisbon trip")
     assert len(httpx.get(url + "/agents/alice/sessions").json()["sessions"]) == 2
     await page.get_by_role("link", name="Forget this session…").click()
     await page.get_by_role("button", name="Forget session").click()
     await expect(page.get_by_role("status")).to_have_text("Session forgotten.")
-    await expect(page.locator("#sessions")).not_to_contain_text("trip")
+    await expect(page.locator("#sessions")).not_to_contain_text("Lisbon trip")
 
     await page.get_by_role("button", name="Consolidate now").click()
     await expect(page.get_by_role("status")).to_have_text("Consolidation ran.")
 
     await page.get_by_role("link", name="Forget this agent…").click()
+    await expect(page.locator("#goes")).to_contain_text("1 session and their 2 messages")
     await page.get_by_role("button", name="Forget agent").click()
     await expect(page.get_by_role("status")).to_have_text("Agent forgotten.")
     await expect(page.locator("main")).not_to_contain_text("alice")
@@ -134,31 +185,75 @@ async def test_documents_and_procedures_are_shown_and_deleted_in_a_browser(
     page: Page, memory_proxy: ProxyServer
 ):
     url = memory_proxy.url
-    manual = b"# Kettle\n\nDescale the kettle every 6 weeks with citric acid."
-    httpx.post(url + "/agents/alice/documents", files={
-        "file": ("kettle.md", manual, "text/markdown")}).raise_for_status()
-    httpx.post(url + "/agents/alice/procedures", json={
-        "name": "Weekly backup", "applies_when": "on Fridays",
-        "steps": ["Plug in the disk", "Run the backup script"]}).raise_for_status()
-    await page.goto(url + "/ui/agents/alice")
-    await expect(page.locator("#documents")).to_contain_text("kettle")
-    await expect(page.locator("#procedures")).to_contain_text("Weekly backup")
-    await expect(page.locator("#procedures li")).to_have_text(
-        ["Plug in the disk", "Run the backup script"])
-
-    await page.locator("#documents tr", has_text="kettle").get_by_role(
-        "link", name="Delete").click()
-    await expect(page.locator("h1")).to_contain_text("Delete document")
+    seed(url)
+    await page.goto(url + "/ui/agents/alice?tab=documents")
+    await expect(page.locator("#documents")).to_contain_text("kettle.md")
+    await page.get_by_role("link", name="Kettle").click()
+    await expect(page.locator("h1")).to_have_text("Kettle")
+    await expect(page.locator("#chunks")).to_contain_text("Descale the kettle every 6 weeks")
+    await expect(page.locator("#chunks")).to_contain_text("Care")
+    await page.get_by_role("link", name="Delete this document…").click()
+    await expect(page.locator("h1")).to_have_text("Delete this document?")
+    await expect(page.locator("#goes")).to_contain_text("its 1 chunk")
     await page.get_by_role("button", name="Delete document").click()
     await expect(page.get_by_role("status")).to_contain_text("Document deleted")
     await expect(page.locator("#documents")).not_to_contain_text("kettle")
     assert httpx.get(url + "/agents/alice/documents").json()["documents"] == []
 
+    await page.goto(url + "/ui/agents/alice?tab=procedures")
+    await expect(page.locator("#procedures li")).to_have_text(
+        ["Plug in the disk", "Run the backup script"])
     await page.locator("#procedures tr", has_text="Weekly backup").get_by_role(
         "link", name="Delete").click()
     await page.get_by_role("button", name="Delete procedure").click()
     await expect(page.get_by_role("status")).to_have_text("Procedure deleted.")
     assert httpx.get(url + "/agents/alice/procedures").json()["procedures"] == []
+
+
+SIZES = ((1280, 800), (390, 844))
+
+
+@pytest.mark.slow
+async def test_every_page_fits_a_desktop_and_a_phone(memory_proxy: ProxyServer):
+    """Each page at 1280x800 and on a 390x844 phone: nothing runs off the side (tables
+    reflow into one block per row), with a screenshot of each in test-results/pages/."""
+    url = memory_proxy.url
+    seed(url)
+    session = httpx.get(url + "/agents/alice/sessions").json()["sessions"][-1]["id"]
+    fact = httpx.get(url + "/agents/alice/facts").json()["facts"][0]["id"]
+    episode = httpx.get(url + "/agents/alice/episodes").json()["episodes"][0]["id"]
+    agent = "/ui/agents/alice"
+    pages = {"agents": "/ui", **{f"agent-{tab}": f"{agent}?tab={tab}" for tab in (
+                 "overview", "facts", "episodes", "sessions", "documents", "procedures")},
+             "fact": f"{agent}/facts/{fact}", "session": f"{agent}/sessions/{session}",
+             "document": f"{agent}/documents/1", "search": f"{agent}/search?q=Lisbon+agenda",
+             "preview": f"{agent}/preview?message=where+am+I+flying",
+             "delete-fact": f"{agent}/facts/{fact}/delete",
+             "delete-episode": f"{agent}/episodes/{episode}/delete",
+             "delete-document": f"{agent}/documents/1/delete",
+             "delete-procedure": f"{agent}/procedures/1/delete",
+             "forget-session": f"{agent}/sessions/{session}/forget",
+             "forget-agent": f"{agent}/forget", "error": f"{agent}/facts/999999"}
+    folder = SCREENSHOTS / "pages"
+    folder.mkdir(parents=True, exist_ok=True)
+    async with async_playwright() as playwright:
+        browser = await playwright.chromium.launch(executable_path=chromium())
+        try:
+            for width, height in SIZES:
+                opened = await browser.new_page(viewport={"width": width, "height": height})
+                for name, path in pages.items():
+                    answer = await opened.goto(url + path)
+                    assert answer is not None and answer.status == (
+                        404 if name == "error" else 200), (name, answer and answer.status)
+                    await opened.screenshot(path=folder / f"{name}-{width}x{height}.png",
+                                            full_page=True)
+                    scroll, client = await opened.evaluate(
+                        "[document.documentElement.scrollWidth,"
+                        " document.documentElement.clientWidth]")
+                    assert scroll <= client, (name, width, scroll, client)
+                await opened.close()
+        finally:
+            await browser.close()
 
 
 async def test_the_inspector_signs_in_with_a_key_and_shows_only_its_agents(
@@ -277,7 +372,7 @@ def test_inspector_edge_cases(memory_proxy):
     added = httpx.post(url + "/agents/carol/facts", json={
         "content": "User's plants:\nbasil\nmint", "salience": 0.73}).json()
     saved = ui.post(f"/ui/agents/carol/facts/{added['id']}", data={
-        "content": "User's plants:\r\nbasil\r\nmint ", "salience": "0.73", "pinned": "true"})
+        "content": "User's plants:\r\nbasil\r\nmint ", "salience": "0.73", "keep": "true"})
     assert saved.status_code == 303 and saved.headers["location"].startswith(
         f"/ui/agents/carol/facts/{added['id']}?")
     fact = httpx.get(f"{url}/agents/carol/facts/{added['id']}").json()
@@ -291,13 +386,15 @@ def test_inspector_edge_cases(memory_proxy):
     page = ui.get(link[1])
     assert page.status_code == 200 and "<h1>alice/forget</h1>" in page.text
 
-    # Sessions and episodes page on like facts.
+    # Sessions page on like facts, a tab at a time.
     for n in range(3):
         ingest(url, "dora", f"c{n}", f"Note number {n}.", f"2024-05-0{n + 1}")
     sessions = httpx.get(url + "/agents/dora/sessions").json()["sessions"]
-    later = ui.get("/ui/agents/dora", params={"sessions_cursor": sessions[0]["id"]}).text
-    assert "c0" not in re.sub(r"<h2>Episodes.*?</table>", "", later, flags=re.S)
-    assert "c1" in later and "c2" in later
+    later = ui.get("/ui/agents/dora", params={"tab": "sessions",
+                                              "cursor": sessions[0]["id"]}).text
+    assert "Note number 0." not in later
+    assert "Note number 1." in later and "Note number 2." in later
+    assert ui.get("/ui/agents/dora", params={"tab": "gossip"}).status_code == 400
 
     # Errors under /ui are pages too; nothing is done for an agent memory never saw.
     for method, path, status in (("POST", "/ui/agents/nobody/consolidate", 404),

@@ -36,6 +36,18 @@ async def use_tools(session: ClientSession) -> None:
     await session.call_tool("forget", {"agent_id": "dana", "fact_id": fact_id})
     after = await session.call_tool("search_memory", {"agent_id": "dana", "query": "cat"})
     assert "Mia" not in "".join(c.text for c in after.content)
+    # Mistakes are errors that say what went wrong, not an empty answer or a bare "Error".
+    for tool, arguments, said in (
+            ("search_memory", {"agent_id": "dona", "query": "cat"}, "no agent 'dona'"),
+            ("search_memory", {"agent_id": "dana", "query": "cat", "scope": "cats"},
+             "scope is one of"),
+            ("forget", {"agent_id": "dana", "fact_id": fact_id + 99},
+             f"agent 'dana' has no fact {fact_id + 99}"),
+            ("forget", {"agent_id": "dona", "fact_id": 1}, "agent 'dona' has no fact 1"),
+            ("remember", {"agent_id": "dana", "fact": " "}, "fact needs text")):
+        refused = await session.call_tool(tool, arguments)
+        text = "".join(c.text for c in refused.content)
+        assert refused.is_error and said in text, (tool, text)
 
 
 async def test_mcp_over_http_behind_the_keys(fake_upstream, tmp_path):

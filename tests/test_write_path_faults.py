@@ -82,9 +82,9 @@ def test_garbage_is_retried_then_dead_lettered_never_dropped(fake_upstream, tmp_
         health = httpx.get(server.url + "/health").json()
         assert health["memory"]["pending_signals"] == 1
         fake_upstream.reply("still not json", stream=False)
-        # More turns of the same conversation: the session's second attempt, which
+        # A further turn of the same conversation: the session's second attempt, which
         # dead-letters both its turns with the reason.
-        outcome = ingest(server, "c1")
+        outcome = ingest(server, "c1", [{"user": "I also keep bees.", "assistant": "Oh!"}])
         assert outcome["status"] == "dead_lettered"
         assert "JSON" in outcome["reason"]
         health = httpx.get(server.url + "/health").json()

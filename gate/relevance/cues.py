@@ -47,7 +47,7 @@ FIRST_PERSON = word_set("i me my mine myself we us our ours ourselves")
 SECOND_PERSON = word_set("you your yours yourself")
 INTERROGATIVES = word_set(
     """what whats who whom whose where when why how which do does did is are am was were can
-    could would will should shall have has had"""
+    could would will should shall have has had wat wut wats"""
 )
 REQUEST_VERBS = word_set(
     """tell write help give suggest recommend plan make draft remind find list describe
@@ -151,6 +151,10 @@ CUE_PATTERNS: dict[str, list[list[dict[str, Any]]]] = {
         ),
         seq("i", "already|once|previously?", "told|mentioned|showed|gave|sent", "you"),
         seq("i", "mentioned|said", "to", "you"),
+        # The user pointing back at what they said: "As I mentioned, ...", "I mentioned
+        # that I ...", "I told you before".
+        seq("as", "i", "mentioned|said|told|explained|wrote"),
+        seq("i", "mentioned|said", "that|earlier|before|previously|once"),
         # What the assistant said: "what did you tell me about ...", "the book you
         # recommended", "you mentioned earlier".
         seq(

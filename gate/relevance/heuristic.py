@@ -34,6 +34,8 @@ from __future__ import annotations
 import asyncio
 import logging
 
+from mnemoproxy.gate.relevance.languages import Shape, read_shape
+from mnemoproxy.gate.relevance.payload import split_request
 from mnemoproxy.gate.relevance.scan import Cues, shared_scanner
 from mnemoproxy.gate.relevance.types import (
     Evidence,
@@ -72,6 +74,18 @@ THROUGHOUT = 1.0
 # tests/benchmarks/bench_documents.py against generic prompts asked of the same agent.
 DOCUMENT_SHARE = 0.6
 DOCUMENT_MIN_WORDS = 2
+# A word memory holds in at most this share of the agent's items (or RARE_ITEMS) is rare
+# there: something the user named, not a topic the memory is full of.
+RARE_SHARE = 0.01
+RARE_ITEMS = 8
+# How common (Zipf scale) a word held rarely in memory may be in the language and still
+# say the question is about memory: in the user's own question, anything but an everyday
+# word; in any question, a word few texts use (a name of its own, "kibble").
+OWN_WORD_ZIPF = 5.0
+NAME_ZIPF = 3.0
+# In unspaced scripts a word's commonness cannot be told (its search terms are pairs of
+# characters): there, memory holding a question's words rarely is evidence enough.
+UNSPACED_NAMES = True
 
 
 def _document_answers(evidence: Evidence) -> bool:
@@ -120,12 +134,20 @@ class HeuristicGate:
 
     async def decide(self, message: str, context: GateContext) -> GateDecision:
         cues = shared_scanner().scan(message, context.known_entities)
+        if context.language != "en":
+            shape = read_shape(split_request(message).instruction, context.language)
+            if shape is not None:
+                return await self._decide_by_shape(shape, cues, context)
         decision = lexical_decision(cues)
         if decision is not None:
             return decision
         personal = cues.personal
         if personal.own_past is not None:
             return GateDecision("episode", f"the user's own past: '{personal.own_past}'")
+        if personal.role_play:
+            return GateDecision("none", "a role-play or persona set-up")
+        if cues.has_payload:
+            return GateDecision("none", "a task on the material it hands over")
         asks = cues.is_question or cues.is_request
         if not asks or context.probe is None:
             return NO_CUE
@@ -137,8 +159,35 @@ class HeuristicGate:
             if evidence is not None and _document_answers(evidence):
                 return GateDecision(
                     "document", f"a document holds {evidence.document:.0%} of its words")
+        if personal.world_question and not personal.user_question:
+            # What the user tells of themselves beside a question anyone could ask (about
+            # the world, or advice as anyone in their place would want: "we did this in
+            # class last week: what is the derivative of ...?", "I'm nervous about
+            # speaking. How can I prepare?") is background to it.
+            personal.situated = None
         if personal.task and personal.situated is None:
             return GateDecision("none", "a task anyone could ask for")
+        if personal.asks_about_user is not None and not (personal.task or personal.advice):
+            # A question of the user's own whose words memory holds, beyond everyday ones:
+            # a thing, a place, a phrase they once used, however the question is worded.
+            evidence = evidence or await self._probe(context.probe, cues.names)
+            held = [] if evidence is None else evidence.words_held(
+                OWN_WORD_ZIPF, RARE_SHARE, RARE_ITEMS)
+            if held:
+                return GateDecision(
+                    "episode", f"the user's own words memory holds: {', '.join(held[:4])}",
+                    "medium")
+        if cues.is_question and not (personal.task or personal.advice):
+            # A question naming what only this memory knows ("Bruno's kibble brand?",
+            # "project marigold deadline?"): a word rare in the language that memory holds
+            # in a few places.
+            evidence = evidence or await self._probe(context.probe, cues.names)
+            held = [] if evidence is None else evidence.rare_words_held(
+                RARE_SHARE, RARE_ITEMS, NAME_ZIPF, unknown=False)
+            if held:
+                return GateDecision(
+                    "episode", f"names what only memory knows: {', '.join(held[:4])}",
+                    "medium")
         if not cues.is_question and personal.situated is None and personal.for_the_user is None:
             return GateDecision("none", "a request that names nothing of the user's own")
         if evidence is None:
@@ -175,6 +224,38 @@ class HeuristicGate:
         if evidence.beats(UNNAMED, UNNAMED_MARGIN):
             return GateDecision("episode", f"stands out in memory: {seen}", "low")
         return GateDecision("none", f"nothing stands out in memory: {seen}")
+
+    async def _decide_by_shape(
+        self, shape: Shape, cues: Cues, context: GateContext
+    ) -> GateDecision:
+        """A message in a language other than English, read by its lexicon: a task or
+        material handed over needs no memory; pointing back at what was said does; the
+        user's own question fires when memory holds its words; and any question may still
+        name what only memory knows or stand out in it."""
+        language = context.language
+        if shape.task or cues.has_payload:
+            return GateDecision("none", f"a task anyone could ask for ({language})")
+        if shape.recall and (shape.first_person or shape.question):
+            return GateDecision("episode", f"points back at what was said ({language})")
+        if not shape.question or context.probe is None:
+            return GateDecision("none", f"no question to recall for ({language})")
+        evidence = await self._probe(context.probe, cues.names)
+        if evidence is None:
+            return GateDecision("none", "probe failed")
+        if shape.first_person:
+            held = evidence.words_held(OWN_WORD_ZIPF, RARE_SHARE, RARE_ITEMS)
+            if held:
+                return GateDecision("episode", f"the user's own words memory holds "
+                                    f"({language}): {', '.join(held[:4])}", "medium")
+        held = evidence.rare_words_held(RARE_SHARE, RARE_ITEMS, NAME_ZIPF,
+                                        unknown=shape.first_person or UNSPACED_NAMES)
+        if held:
+            return GateDecision("episode", f"names what only memory knows ({language}): "
+                                f"{', '.join(held[:4])}", "medium")
+        seen = f"nearest {evidence.similarity:.2f}"
+        if evidence.beats(UNNAMED, UNNAMED_MARGIN):
+            return GateDecision("episode", f"stands out in memory: {seen}", "low")
+        return GateDecision("none", f"nothing stands out in memory ({language}): {seen}")
 
     async def _probe(self, probe: Probe, names: list[str]) -> Evidence | None:
         try:

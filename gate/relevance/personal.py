@@ -22,15 +22,29 @@ from dataclasses import dataclass
 
 from mnemoproxy.gate.relevance.cues import TASK_OBJECTS, word_set
 
-WH_WORDS = word_set("what which where when who whom whose how why")
+WH_WORDS = word_set("what which where when who whom whose how why whats wat wut wats")
 # "How many pages have I read" asks about the user; "how do I" starts a how-to.
 HOWTO_AUX = word_set("do can should could would might may")
 PERSONAL_AUX = word_set("did do does have had has was were am")
 SUBJECTS = word_set("i we")
 GIVING = word_set("gave sent told bought recommended lent showed taught gifted made got")
 OBJECTS = word_set("me us")
-# Past tense forms ending in -ed that are not about the user's past ("I need ...").
-NOT_PAST = word_set("need feed seed shed bleed breed speed proceed succeed exceed")
+# What follows "I" in a question that asks advice, a wish or the model's view rather than
+# about the user's doings: "what should I", "which do I need", "what I want".
+NOT_OWN_DOING = word_set(
+    """should can could would might may will shall must need needs want wish hope think feel
+    guess wonder 'd 'll ought to be am 'm"""
+)
+MODALS = word_set("should can could would might may will shall must 'd 'll")
+OPENING_AUX = word_set("did do have had was were am")
+# Verbs whose object is someone asked or made to do something ("recipes want me to"):
+# that "me" is anyone reading them.
+CAUSING = word_set("want wants need needs expect expects ask asks make makes let lets")
+# "Did we ...?" asks about the user and someone; "Do we ...?" is as often people at large.
+WE_OPENING_AUX = word_set("did had were was")
+POSSESSIVES = word_set("my our")
+SECOND_PERSON = word_set("you your yours yourself")
+FIRST_PERSON_REACH = 4
 SITUATED_AFTER_I = word_set("'m am 've was 'll will 'd had")
 SITUATED_AFTER_WE = word_set("'re are 've were 'll")
 TIME_ANCHORS = word_set(
@@ -71,6 +85,28 @@ for _phrase in TASK_PHRASES:
     _TASK_PHRASE_STARTS.setdefault(_phrase[0], []).append(_phrase)
 
 
+# Role-play and persona set-ups: the user casts the model (and often themselves) in a
+# scene; the "I" and "my" that follow belong to the scene, not to the user's life.
+ACTING = word_set("roleplay role-play impersonate portray cosplay")
+SUPPOSING = word_set("pretend imagine")
+CAST_PEOPLE = word_set("you i we you're i'm we're that")
+ACTING_VERBS = word_set("act behave respond reply answer speak talk write pose play")
+CASTING_VERBS = word_set("play take assume adopt stay keep")
+CASTS = word_set("role roles persona character part")
+SCENE_OPENERS = (("from", "now", "on"), ("for", "the", "rest", "of"), ("in", "the", "following"),
+                 ("in", "all", "the", "following"), ("for", "all", "the", "following"))
+ARTICLES = word_set("a an the my")
+# "Explain it like I'm five": the user as a comparison, not as themselves.
+LIKENING = word_set("like as though")
+# Words by which a request makes the user's own circumstances its condition.
+CONDITIONING = word_set("given for with considering despite around within under about")
+# Words after which a subject starts a clause inside the question, not its own subject.
+SUBORDINATING = LIKENING | WH_WORDS | word_set("if when whenever while because unless")
+
+REQUESTING = word_set("can could would will please give tell suggest recommend any")
+VIEW_VERBS = word_set("think recommend suggest reckon advise believe feel say")
+FIRST_SINGULAR = word_set("i me my mine myself")
+
 ASKING_FOR = word_set(
     "recommend recommendations suggest suggestions tips ideas advice recommendation suggestion"
 )
@@ -86,6 +122,16 @@ class Personal:
     # preferences may matter, though the request names nothing of their life.
     for_the_user: str | None = None
     task: bool = False
+    role_play: bool = False  # a scene or persona set up (a task whatever it says of "me")
+    # A question that speaks of the user as themselves ("... my sister's flight?", "how
+    # much did I spend ...?"), not in a comparison, a supposition or a request for advice.
+    asks_about_user: str | None = None
+    # A question about the world (no person in it: "what year did the Wall fall?"), and
+    # whether any question or request speaks to or of the user: a situation told beside a
+    # question about the world is background to it.
+    world_question: bool = False
+    user_question: bool = False
+    advice: bool = False  # a how-to or best-way frame ("How do I ...", "the best way to")
 
 
 def read_sentence(words: Sequence[str], signals: Personal, first_sentence: bool) -> None:
@@ -95,10 +141,18 @@ def read_sentence(words: Sequence[str], signals: Personal, first_sentence: bool)
     opening = [w for w in words if w.isalpha()][:3]
     if _is_task(words, opening if first_sentence else ()):
         signals.task = True
+    if role_play(words):
+        signals.role_play = True
+    if opening and _advice(words, opening):
+        signals.advice = True
     if signals.own_past is None:
         signals.own_past = _own_past(words, opening)
     if signals.situated is None:
         signals.situated = _situated(words, opening)
+    asks = _asks(words, opening)
+    if asks and signals.asks_about_user is None:
+        signals.asks_about_user = _speaks_of_user(words)
+    _weigh_question(words, opening, asks, signals)
     if signals.for_the_user is None and not ASKING_FOR.isdisjoint(words):
         # The user as the one it is for ("where I can learn", "for my garden", "for me"),
         # not merely as the one given it ("give me ten ideas").
@@ -111,8 +165,80 @@ def read_sentence(words: Sequence[str], signals: Personal, first_sentence: bool)
             signals.for_the_user = f"{next(w for w in words if w in ASKING_FOR)} ... {beneficiary}"
 
 
+def _weigh_question(
+    words: Sequence[str], opening: Sequence[str], asks: bool, signals: Personal
+) -> None:
+    """Whether a sentence's question is one for this user (the model's view or
+    suggestions asked for them, or a question of their own life) or one anyone could ask
+    (about the world, or advice as anyone in their place would want)."""
+    asking_for = not ASKING_FOR.isdisjoint(words)
+    requests = bool(opening) and opening[0] in REQUESTING
+    if not (asks or requests or asking_for or (opening and _advice(words, opening))):
+        return
+    clause = _question_clause(words)
+    # A request to the model on the user's behalf ("Can you help me write a letter to my
+    # employer?") is theirs as much as a question about them.
+    on_behalf = (requests or _addressed(clause)) and not FIRST_SINGULAR.isdisjoint(clause)
+    conditioned = any(clause[i] in CONDITIONING and clause[i + 1] in POSSESSIVES
+                      for i in range(len(clause) - 1))
+    for_user = asking_for or on_behalf or conditioned or _asks_model_view(clause) or (
+        asks and _speaks_of_user(clause) is not None)
+    if for_user:
+        signals.user_question = True
+    else:
+        signals.world_question = True
+
+
+def _question_clause(words: Sequence[str]) -> Sequence[str]:
+    """The clause that asks: from the last comma-separated clause opening with a question
+    word to the end ("I'm a complete beginner, what's the difference ...?")."""
+    start = 0
+    for i in range(len(words) - 1):
+        if words[i] == "," and words[i + 1] in WH_WORDS:
+            start = i + 1
+    return words[start:]
+
+
+def _addressed(words: Sequence[str]) -> bool:
+    """'Can you ...', 'Could you ...', 'Would you ...': a request put to the model."""
+    opening = [w for w in words if w.isalpha()][:2]
+    return len(opening) == 2 and opening[0] in REQUESTING and opening[1] == "you"
+
+
+def _asks_model_view(words: Sequence[str]) -> bool:
+    """'What do you think?', 'Do you think it might be ...', 'would you recommend'."""
+    return any(words[i] == "you" and words[i + 1] in VIEW_VERBS for i in range(len(words) - 1))
+
+
+def role_play(words: Sequence[str]) -> bool:
+    """Whether a sentence casts the model in a role or sets up a scene ("Pretend you are my
+    grandmother", "Act as a job interviewer", "take on the role of a coach", "You are now
+    a travel agent", "In all the following conversations, answer as Shakespeare")."""
+    if not ACTING.isdisjoint(words):
+        return True
+    for i, word in enumerate(words[:-1]):
+        if word in SUPPOSING and words[i + 1] in CAST_PEOPLE:
+            return True
+    for i, word in enumerate(words):
+        following = words[i + 1] if i + 1 < len(words) else ""
+        if word in ACTING_VERBS and following in ("as", "like") and i + 2 < len(words) and (
+            words[i + 2] in ARTICLES or words[i + 2] == "if"
+        ):
+            return True
+        if word in CASTS and any(w in CASTING_VERBS for w in words[max(0, i - 3) : i]):
+            return True
+    opening = [w for w in words if w.isalpha() or w in ("'re", "'m")][:4]
+    if len(opening) >= 3 and opening[0] == "you" and opening[1] in ("are", "'re") and (
+        opening[2] in ARTICLES or (opening[2] == "now" and opening[3:4] and opening[3] in ARTICLES)
+    ):
+        return True
+    return any(tuple(words[: len(scene)]) == scene for scene in SCENE_OPENERS)
+
+
 def _is_task(words: Sequence[str], opening: Sequence[str]) -> bool:
     if opening and opening[0] in TASK_OPENERS:
+        return True
+    if role_play(words):
         return True
     if len(opening) >= 2 and (opening[0], opening[1]) in TASK_PAIRS:
         return True
@@ -139,21 +265,89 @@ def _howto(opening: Sequence[str]) -> bool:
 
 
 def _own_past(words: Sequence[str], opening: Sequence[str]) -> str | None:
+    """What shows a question about the user's own doings, things and times: "How many
+    bikes do I own?", "Who gave me the mixer?", "How long did it take me to ...?", "the
+    total I spent on ...", "Did I ever ...?". Not advice ("How do I ...", "What should I
+    ...") nor the model's opinion ("What do you think I should ...")."""
     if not opening or _howto(opening):
         return None
     wh = opening[0] in WH_WORDS
+    addressed = False  # "you" came first: the question asks the model's view
     for i in range(len(words) - 1):
         pair = (words[i], words[i + 1])
-        if wh and pair[0] in PERSONAL_AUX and pair[1] in SUBJECTS:
+        addressed = addressed or pair[0] in SECOND_PERSON
+        if not wh or addressed:
+            continue
+        before = words[i - 1] if i > 0 else ""
+        if before == "how" and pair[0] in HOWTO_AUX:  # "... and how do we introduce her"
+            continue
+        if pair[0] in PERSONAL_AUX and pair[1] in SUBJECTS and (
+            i + 2 >= len(words) or words[i + 2] not in NOT_OWN_DOING
+        ):
             return " ".join(pair)
-        if pair[0] in GIVING and pair[1] in OBJECTS and wh:
+        if pair[0] in GIVING and pair[1] in OBJECTS:
             return " ".join(pair)
-        if wh and pair[0] in SUBJECTS and pair[1].endswith("ed") and pair[1] not in NOT_PAST:
+        # "the total I spent", not "where I am", "when we cut them", "if I invest", "how
+        # do we introduce her".
+        how_to = before in HOWTO_AUX and i > 1 and words[i - 2] == "how"
+        if (pair[0] in SUBJECTS and pair[1].isalpha() and pair[1] not in NOT_OWN_DOING
+                and before not in NOT_OWN_DOING and before not in SUBORDINATING
+                and not how_to):
             return " ".join(pair)
-    if opening[0] in ("did", "have", "had", "was", "were") and len(opening) > 1 and (
-        opening[1] in SUBJECTS
-    ):
+        if pair[0] in PERSONAL_AUX and _first_person_after(words, i + 1):
+            return f"{pair[0]} ... {_first_person_after(words, i + 1)}"
+    if opening[0] in OPENING_AUX and len(opening) > 1 and opening[1] in SUBJECTS and (
+        len(opening) < 3 or opening[2] not in NOT_OWN_DOING
+    ) and (opening[1] == "i" or opening[0] in WE_OPENING_AUX):
         return " ".join(opening[:2])
+    return None
+
+
+def _first_person_after(words: Sequence[str], start: int) -> str | None:
+    """A first-person object or possessive within a few words after `start` ("did it take
+    me", "was my flight"), before any second person."""
+    reach = words[start : start + FIRST_PERSON_REACH]
+    for n, word in enumerate(reach):
+        if word in SECOND_PERSON:
+            return None
+        if word in ("me", *POSSESSIVES):  # "us" is as often people at large ("make us cry")
+            return None if n > 0 and reach[n - 1] in CAUSING else word
+    return None
+
+
+def _asks(words: Sequence[str], opening: Sequence[str]) -> bool:
+    """A question, not a request for advice: it ends with a question mark or opens with a
+    question word, and is no how-to or best-way frame."""
+    last = next((w for w in reversed(words) if w.isalpha()), "")
+    asks = (words[-1] in ("?", "？")) or (bool(opening) and opening[0] in WH_WORDS) or (
+        last in ("when", "where", "who", "what", "which"))
+    return asks and not _advice(words, opening)
+
+
+def _speaks_of_user(words: Sequence[str]) -> str | None:
+    """The first-person word by which a sentence speaks of the user as themselves: not
+    likened ("like I'm five"), supposed ("if I invest"), in a clause of the question
+    ("where I am"), nor the subject of a wish or an opinion asked ("should I", "do you
+    think I"). How many or how much of something the user has, needs or did is theirs
+    whatever the verb ("how many items do I need to return?")."""
+    counting = any(words[i] == "how" and words[i + 1] in ("many", "much")
+                   for i in range(len(words) - 1))
+    for i, word in enumerate(words):
+        before = words[i - 1] if i > 0 else ""
+        if before in SUBORDINATING or before in ("suppose", "imagine", "pretend"):
+            continue
+        if word in SECOND_PERSON:
+            return None
+        # "We" and "us" are as often people at large ("why do onions make us cry?", "do
+        # we have a duty to ...?"); "our" with a thing is mostly the user's household.
+        if word in ("my", "our") or (word == "me" and before not in CAUSING):
+            return word
+        following = words[i + 1] if i + 1 < len(words) else ""
+        if word == "i" and (
+            (counting and following not in MODALS and before not in MODALS)
+            or (following not in NOT_OWN_DOING and before not in NOT_OWN_DOING)
+        ):
+            return word
     return None
 
 
@@ -167,16 +361,22 @@ def _advice(words: Sequence[str], opening: Sequence[str]) -> bool:
 
 def _situated(words: Sequence[str], opening: Sequence[str]) -> str | None:
     advice = bool(opening) and _advice(words, opening)
-    improving = advice and any(w in IMPROVING for w in words)
     first_person = False
     for i, word in enumerate(words):
         following = words[i + 1] if i + 1 < len(words) else ""
-        if word == "i" and following in SITUATED_AFTER_I and not advice:
+        before = words[i - 1] if i > 0 else ""
+        # "like I'm five", "if I had", "where I am": the user as a comparison, a supposition
+        # or a clause inside the question, not their situation.
+        aside = before in LIKENING or before in WH_WORDS or before == "if"
+        if word == "i" and following in SITUATED_AFTER_I and not advice and not aside:
             return f"{word} {following}"
-        if word == "we" and following in SITUATED_AFTER_WE and not advice:
+        if word == "we" and following in SITUATED_AFTER_WE and not advice and not aside:
             return f"{word} {following}"
         own = following.isalpha() and following not in ABSTRACT_OWN | TASK_OBJECTS
-        if word in ("my", "our") and own and not improving:
+        # In a how-to or best-way frame ("How do I negotiate my salary?") "my" names what
+        # the advice is about, as anyone's would; unless it sets the advice a condition
+        # of the user's own ("What should I cook, given my diet?").
+        if word in ("my", "our") and own and (not advice or before in CONDITIONING):
             return f"{word} {following}"
         first_person = first_person or word in ("i", "me", "my", "we", "our", "us")
     if first_person:

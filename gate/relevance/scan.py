@@ -1,5 +1,6 @@
 """The heuristic gate's scanner: runs the cue patterns (relevance/cues.py) and the agent's
-known-entity names over a message and reports what it found.
+known-entity names over a message's instruction (relevance/payload.py: material it hands
+over is not the user speaking) and reports what it found.
 
 The text is split into sentences and each is tokenized on its own: patterns then never
 span two sentences, spaCy's tokenizer keeps its word cache warm (it stops caching for
@@ -28,6 +29,7 @@ from mnemoproxy.gate.relevance.cues import (
     SECOND_PERSON,
     anchor_words,
 )
+from mnemoproxy.gate.relevance.payload import split_request
 from mnemoproxy.gate.relevance.personal import Personal, read_sentence
 from mnemoproxy.lazy import LazyResource
 
@@ -38,7 +40,9 @@ TAIL_CHARS = 500
 MIN_ENTITY_CHARS = 4
 ENTITY_MATCHER_CACHE_SIZE = 32
 
-SENTENCE_BREAK = re.compile(r"(?<=[.!?])\s+|\n\s*")
+# Sentences, and clauses after a colon or semicolon: "My dad and I argued yesterday: what
+# year did the Wall fall?" asks about the Wall.
+SENTENCE_BREAK = re.compile(r"(?<=[.!?:;])(?<![0-9]\.)\s+|(?<=[。！？])|\n\s*")
 QUOTED = re.compile(r"[\"“‘']([^\"”’'\n]{3,60})[\"”’']")
 MAX_NAMES = 8
 MIN_NAME_CHARS = 3
@@ -64,6 +68,9 @@ class Cues:
     first_person: bool = False
     second_person: bool = False
     personal: Personal = field(default_factory=Personal)
+    # The message hands over material to work on (quoted, pasted, listed, code): its
+    # cues were read in the instruction alone (relevance/payload.py).
+    has_payload: bool = False
     # Capitalised words past a sentence's start and quoted phrases: possible names of
     # people, places and things the agent's memory may know.
     names: list[str] = field(default_factory=list)
@@ -88,11 +95,13 @@ class CueScanner:
         self._lock = threading.Lock()
 
     def scan(self, message: str, known_entities: Sequence[str] = ()) -> Cues:
-        text = scan_window(message)
-        cues = Cues(is_question=text.rstrip().endswith("?"))
+        request = split_request(message)
+        text = scan_window(request.instruction)
+        cues = Cues(is_question=text.rstrip().endswith(("?", "？")),
+                    has_payload=request.has_payload)
         entity_matcher = self._entity_matcher(known_entities)
         words: set[str] = set()
-        opening = ""
+        opening = closing = ""
         cues.names = list(dict.fromkeys(m.group(1) for m in QUOTED.finditer(text)))[:MAX_NAMES]
         for number, sentence in enumerate(SENTENCE_BREAK.split(text)):
             if not sentence:
@@ -108,22 +117,27 @@ class CueScanner:
                 if len(cues.names) < MAX_NAMES and name not in cues.names:
                     cues.names.append(name)
             opening = opening or _first_word(tokens)
+            closing = next((t.lower_ for t in reversed(tokens) if t.is_alpha), closing)
             anchors = sentence_words & ANCHOR_WORDS
             if anchors:
-                self._match_cues(doc, anchors, cues)
+                self._match_cues(doc, anchors, cues, _clause_only(lowered))
             if entity_matcher is not None and cues.entity is None:
                 cues.entity = _first_match(entity_matcher, doc)
-        cues.is_question = cues.is_question or opening in INTERROGATIVES
+        cues.is_question = cues.is_question or opening in INTERROGATIVES or closing in WH_LAST
         cues.is_request = opening in REQUEST_VERBS or "please" in words
         cues.first_person = not words.isdisjoint(FIRST_PERSON)
         cues.second_person = not words.isdisjoint(SECOND_PERSON)
         return cues
 
-    def _match_cues(self, doc: Any, anchors: set[str], cues: Cues) -> None:
+    def _match_cues(
+        self, doc: Any, anchors: set[str], cues: Cues, left_out: frozenset[str]
+    ) -> None:
         matchers = {id(m): m for word in anchors for m in self._matchers_by_anchor[word]}
         found = [match for matcher in matchers.values() for match in matcher(doc)]
         for match_id, start, end in sorted(found, key=lambda match: match[1]):
-            cues.matches.setdefault(self._nlp.vocab.strings[match_id], doc[start:end].text)
+            label = self._nlp.vocab.strings[match_id]
+            if label not in left_out:
+                cues.matches.setdefault(label, doc[start:end].text)
 
     def _entity_matcher(self, known_entities: Sequence[str]) -> Any:
         """A PhraseMatcher for the names, cached per distinct set of names."""
@@ -153,6 +167,26 @@ class CueScanner:
         matcher = PhraseMatcher(self._nlp.vocab, attr="ORTH")
         matcher.add("entity", [self._nlp.make_doc(name) for name in sorted(names)])
         return matcher
+
+
+# Cues that ask of memory only in the clause that asks: a date said in passing ("I have
+# a quiz on Monday", "my teammate told me yesterday") is background to a question about
+# something else; a date in the question ("what did I do last week?") is not.
+CLAUSE_BOUND = frozenset({"calendar", "preference"})
+# A question asked with its question word last, as chat does: "my mom's birthday is when".
+WH_LAST = frozenset({"when", "where", "who", "what", "which", "how"})
+PERSONS = FIRST_PERSON | SECOND_PERSON
+
+
+def _clause_only(words: Sequence[str]) -> frozenset[str]:
+    """The clause-bound cue labels this sentence cannot carry: all of them unless it asks
+    (a question or a request), and the date cue unless it also speaks of a person."""
+    opening = next((w for w in words if w.isalpha() and w not in LEADING_FILLERS), "")
+    asks = bool(words) and (words[-1] in ("?", "？") or opening in INTERROGATIVES
+                            or opening in REQUEST_VERBS)
+    if not asks:
+        return CLAUSE_BOUND
+    return frozenset() if not PERSONS.isdisjoint(words) else frozenset({"calendar"})
 
 
 def _names(tokens: Sequence[Any]) -> list[str]:

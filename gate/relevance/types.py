@@ -6,8 +6,8 @@ share one vocabulary without importing each other.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Literal, Protocol, get_args
 
 from mnemoproxy.memory import CoreModel, Kind
@@ -47,6 +47,9 @@ class Evidence:
     to what memory holds on the question.
     document: the largest share of the message's content words that one retrieved document
     chunk holds (in its text, title or heading), over `document_words` content words.
+    words: how many of the agent's items hold each of the message's own words (its
+    instruction's search words, the agent's common words aside), counted up to a cap;
+    items: how many items the agent has.
     """
 
     similarity: float
@@ -55,6 +58,43 @@ class Evidence:
     name_share: float = 0.0
     document: float = 0.0
     document_words: int = 0
+    words: Mapping[str, int] = field(default_factory=dict)
+    items: int = 0
+    # How common each of `words` is in the message's language (the Zipf scale; None where
+    # that cannot be told, as for unspaced scripts).
+    commonness: Mapping[str, float | None] = field(default_factory=dict)
+
+    def words_held(self, below: float, share: float, least: int) -> list[str]:
+        """The message's words memory holds at all that are less common than `below` in
+        the language, numbers aside; a word whose commonness cannot be told (a pair of
+        characters that is no word) only where memory holds it rarely (see
+        rare_words_held)."""
+        limit = max(least, share * self.items)
+        return [
+            word for word, count in self.words.items()
+            if count > 0 and not word.isdigit() and (
+                ((commonness := self.commonness.get(word)) is not None and commonness < below)
+                or (commonness is None and count <= limit)
+            )
+        ]
+
+    def rare_words_held(
+        self, share: float, least: int, below: float, unknown: bool = True
+    ) -> list[str]:
+        """The message's words memory holds in only a few items (at most `share` of them,
+        or `least`) that are also less common than `below` in the language: a named
+        thing, a distinctive phrase, rather than a topic or an everyday word. A number is
+        no name; a word whose commonness cannot be told counts as `unknown` says."""
+        limit = max(least, share * self.items)
+
+        def uncommon(word: str) -> bool:
+            commonness = self.commonness.get(word)
+            return unknown if commonness is None else commonness < below
+
+        return [
+            word for word, count in self.words.items()
+            if 0 < count <= limit and not word.isdigit() and uncommon(word)
+        ]
 
     def beats(self, share: float, margin: float = 0.0) -> bool:
         """Whether the message's best match beats the reference prompts' at this share
@@ -90,12 +130,15 @@ class GateContext:
     known_entities: names the agent's memory knows (people, pets, projects); a mention
     is a memory cue. probe: retrieval against the agent's memory (see Evidence); None
     when the caller has no store to ask. documents: the agent holds documents (a knowledge
-    base), so any question may be one of them answers.
+    base), so any question may be one of them answers. language: the message's.
     """
 
     known_entities: Sequence[str] = ()
     probe: Probe | None = None
     documents: bool = False
+    # The language the message's own words are in (ISO 639-1): English is read by the
+    # full cue patterns, other languages by their lexicon (relevance/languages.py).
+    language: str = "en"
 
 
 class Gate(Protocol):

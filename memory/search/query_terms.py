@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
+from mnemoproxy.memory.text.segments import has_unspaced, unspaced_terms
 from mnemoproxy.memory.text.words import STOP_WORDS
 
 # Past this many distinct terms a query is a pasted document, not a question; the first
@@ -47,14 +48,18 @@ def query_terms(text: str) -> list[str]:
     """The distinct lower-cased words of `text`, stop-words dropped unless nothing else is
     left (a query made only of stop-words still deserves an answer), each followed by its
     casual or spelled-out variants."""
-    words = list(dict.fromkeys(word.lower() for word in _WORD.findall(text)))
+    words = list(dict.fromkeys(
+        term for word in _WORD.findall(text.lower())
+        for term in (unspaced_terms(word) if has_unspaced(word) else (word,))
+    ))
     content = [word for word in words if word not in STOP_WORDS] or words
     expanded = [form for word in content for form in (word, *VARIANTS.get(word, ()))]
     return list(dict.fromkeys(expanded))[:MAX_TERMS]
 
 
 def quoted(term: str) -> str:
-    """A term as an FTS5 string: \\w+ never yields a double quote, so nothing to escape."""
+    """A term as an FTS5 string (a phrase when it holds a space: two characters of an
+    unspaced script): \\w+ never yields a double quote, so nothing to escape."""
     return f'"{term}"'
 
 

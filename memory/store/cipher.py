@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from mnemoproxy.errors import SettingError
+from mnemoproxy.memory.text.segments import SQL_FUNCTION, spaced
 
 HEX_KEY_LENGTH = 64
 
@@ -57,7 +58,7 @@ class Cipher:
         if self.key is None:
             conn = sqlite3.connect(path, isolation_level=None)
             conn.row_factory = sqlite3.Row
-            return conn
+            return with_text_functions(conn)
         from sqlcipher3 import dbapi2
 
         conn = dbapi2.connect(str(path), isolation_level=None)
@@ -68,6 +69,7 @@ class Cipher:
         conn.execute(f"PRAGMA key = {literal}")
         # Sorts and temporary tables stay in memory, never in a file beside the database.
         conn.execute("PRAGMA temp_store = MEMORY")
+        with_text_functions(conn)
         try:
             conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
         except dbapi2.DatabaseError as exc:
@@ -78,3 +80,11 @@ class Cipher:
                 "(start with a new data_dir to encrypt)", param="encryption_key_file",
             ) from exc
         return conn
+
+
+def with_text_functions(conn: Any) -> Any:
+    """`conn`, knowing the functions the schema's triggers call: the full-text mirrors cut
+    unspaced scripts with mnemo_spaced (migration m015). Any connection that writes the
+    store must know it."""
+    conn.create_function(SQL_FUNCTION, 1, spaced, deterministic=True)
+    return conn

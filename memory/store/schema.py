@@ -455,6 +455,70 @@ END;
 """
 
 
+# Unspaced scripts (Chinese, Japanese, Korean, Thai) indexed one character a token, so a
+# query can find them pair by pair (memory/text/segments.py): every full-text mirror's
+# triggers and source view pass their text through mnemo_spaced, a function each SQLite
+# connection registers, and the mirrors are rebuilt.
+_SPACED_TABLES = (
+    # table, text columns, what the insert, delete and update triggers also do
+    ("facts", ("content",), "", "DELETE FROM embeddings WHERE item_type = 'fact' "
+     "AND item_id = old.id;", "DELETE FROM embeddings WHERE item_type = 'fact' "
+     "AND item_id = old.id;"),
+    ("episodes", ("summary", "topics_json", "entities_json"), "",
+     "DELETE FROM embeddings WHERE item_type = 'episode' AND item_id = old.id;",
+     "DELETE FROM embeddings WHERE item_type = 'episode' AND item_id = old.id;"),
+    ("transcript", ("content",), "",
+     "DELETE FROM embeddings WHERE item_type = 'transcript' AND item_id = old.id;",
+     "DELETE FROM embeddings WHERE item_type = 'transcript' AND item_id = old.id;"),
+    ("document_chunks", ("content", "heading", "title"),
+     "INSERT OR IGNORE INTO embedding_queue VALUES ('document', new.id);",
+     "DELETE FROM embeddings WHERE item_type = 'document' AND item_id = old.id; "
+     "DELETE FROM embedding_queue WHERE item_type = 'document' AND item_id = old.id; "
+     "DELETE FROM embedding_failures WHERE item_type = 'document' AND item_id = old.id;",
+     "DELETE FROM embeddings WHERE item_type = 'document' AND item_id = old.id; "
+     "INSERT OR IGNORE INTO embedding_queue VALUES ('document', new.id);"),
+    ("procedures", ("name", "applies_when", "steps_json"), "", "", ""),
+)
+
+
+def _spaced_fts(table: str, columns: tuple[str, ...], on_insert: str, on_delete: str,
+                on_update: str) -> str:
+    names = ", ".join(columns)
+
+    def values(row: str) -> str:
+        texts = ", ".join(f"mnemo_spaced({row}.{c})" for c in columns)
+        return f"{row}.id, {texts}, 'g' || lower(hex({row}.agent_id))"
+
+    return f"""
+DROP TRIGGER {table}_fts_insert;
+DROP TRIGGER {table}_fts_delete;
+DROP TRIGGER {table}_fts_update;
+DROP VIEW {table}_fts_source;
+CREATE VIEW {table}_fts_source AS
+    SELECT id, {", ".join(f"mnemo_spaced({c}) AS {c}" for c in columns)},
+        'g' || lower(hex(agent_id)) AS agent FROM {table};
+CREATE TRIGGER {table}_fts_insert AFTER INSERT ON {table} BEGIN
+    INSERT INTO {table}_fts (rowid, {names}, agent) VALUES ({values("new")});
+    {on_insert}
+END;
+CREATE TRIGGER {table}_fts_delete AFTER DELETE ON {table} BEGIN
+    INSERT INTO {table}_fts ({table}_fts, rowid, {names}, agent)
+    VALUES ('delete', {values("old")});
+    {on_delete}
+END;
+CREATE TRIGGER {table}_fts_update AFTER UPDATE OF {names} ON {table} BEGIN
+    INSERT INTO {table}_fts ({table}_fts, rowid, {names}, agent)
+    VALUES ('delete', {values("old")});
+    INSERT INTO {table}_fts (rowid, {names}, agent) VALUES ({values("new")});
+    {on_update}
+END;
+INSERT INTO {table}_fts ({table}_fts) VALUES ('rebuild');
+"""
+
+
+_M015_UNSPACED_SCRIPTS = "".join(_spaced_fts(*spec) for spec in _SPACED_TABLES)
+
+
 # A lease on one session's distillation (memory/store/claims.py): gone with its session.
 _DISTILLATION_CLAIMS = """
 CREATE TABLE distillation_claims (
@@ -463,6 +527,17 @@ CREATE TABLE distillation_claims (
     holder TEXT NOT NULL,
     until REAL NOT NULL
 );
+"""
+
+
+# What is imported again is recognised: a session keeps the title its source gave it
+# (ChatGPT's), a document the hash of the bytes it was read from, so the same file is
+# skipped and a changed one under the same name replaces it.
+# The same statements serve PostgreSQL (postgres/schema.py, p004).
+IMPORT_IDENTITY = """
+ALTER TABLE sessions ADD COLUMN title TEXT NOT NULL DEFAULT '';
+ALTER TABLE documents ADD COLUMN content_hash TEXT NOT NULL DEFAULT '';
+CREATE INDEX documents_by_content ON documents (agent_id, content_hash);
 """
 
 
@@ -500,6 +575,10 @@ MIGRATIONS: tuple[Migration, ...] = (
     ("m012_procedures", _M012_PROCEDURES),
     # Which process distils a session now (memory/store/claims.py).
     ("m013_distillation_claims", _DISTILLATION_CLAIMS),
+    # A session's title and a document's content hash: imports recognise what is held.
+    ("m014_import_identity", IMPORT_IDENTITY),
+    # Chinese, Japanese, Korean and Thai found by their words (memory/text/segments.py).
+    ("m015_unspaced_scripts", _M015_UNSPACED_SCRIPTS),
 )
 
 

@@ -2,6 +2,7 @@
 
     write/
     ├── pipeline.py    turns recorded as pending signals; sessions distilled and stored
+    ├── reimport.py    a conversation sent again: the turns memory holds already
     ├── debounce.py    when a session is distilled
     ├── facts.py       what a new fact does to the known ones: merge, supersede, add
     ├── redact.py      credentials kept out of everything stored

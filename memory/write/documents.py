@@ -383,7 +383,8 @@ def _pdf_sections(data: bytes, name: str) -> tuple[str | None, list[_Section]]:
                                f"{MAX_PDF_PAGES} one document may have; split it",
                                param="file")
             metadata = reader.metadata
-            title = metadata.title if metadata is not None else None
+            title = _real_title(metadata.title if metadata is not None else None) or (
+                _first_bookmark(reader))
             sections = []
             deadline = time.monotonic() + PARSE_SECONDS
             content = characters = 0
@@ -419,7 +420,36 @@ def _pdf_sections(data: bytes, name: str) -> tuple[str | None, list[_Section]]:
         raise InvalidArgument(
             f"{name} holds no text that can be extracted (a scanned PDF needs OCR first)",
             param="file")
-    return (str(title) if title else None), sections
+    return title, sections
+
+
+# What PDF writers put in the title field when the author gave none: a browser's page
+# ("about:blank"), a placeholder, or the name of the file it was made from.
+_PLACEHOLDER_TITLES = frozenset({"about:blank", "untitled", "untitled document", "document",
+                                 "title", "no title", "(anonymous)", "anonymous"})
+_FILE_SUFFIXES = (".doc", ".docx", ".odt", ".rtf", ".pdf", ".tex", ".dvi", ".txt", ".md",
+                  ".html", ".htm", ".ppt", ".pptx", ".xls", ".xlsx", ".indd", ".pages")
+
+
+def _real_title(value: object) -> str | None:
+    """A PDF's metadata title when it names the document, else None."""
+    title = " ".join(str(value).split()) if value else ""
+    lowered = title.lower()
+    if (not title or lowered in _PLACEHOLDER_TITLES or lowered.endswith(_FILE_SUFFIXES)
+            or lowered.startswith(("http://", "https://", "file:", "about:", "data:"))):
+        return None
+    return title
+
+
+def _first_bookmark(reader: Any) -> str | None:
+    """The title of a PDF's first bookmark (its first heading, where it has an outline)."""
+    try:
+        outline = reader.outline
+    except Exception:  # a broken outline names nothing; the text is still read
+        return None
+    while isinstance(outline, list) and outline:
+        outline = outline[0]
+    return _real_title(getattr(outline, "title", None))
 
 
 def _page_text(page: Any) -> str:

@@ -20,7 +20,7 @@ from typing import Any
 from mnemoproxy.errors import MnemoError
 from mnemoproxy.memory.core_model.breaker import CircuitBreaker
 from mnemoproxy.memory.distill.protocol import Distiller
-from mnemoproxy.memory.models import FactDraft, SessionInput, Turn
+from mnemoproxy.memory.models import Change, FactDraft, SessionInput, Turn
 from mnemoproxy.memory.store import Store
 from mnemoproxy.memory.store.conversations.distillations import SessionDistillation
 from mnemoproxy.memory.store.records import PendingSignal
@@ -28,6 +28,7 @@ from mnemoproxy.memory.write.debounce import DebounceScheduler
 from mnemoproxy.memory.write.facts import plan_fact_updates
 from mnemoproxy.memory.write.pii import redact_pii
 from mnemoproxy.memory.write.redact import redact_secrets
+from mnemoproxy.memory.write.reimport import known_prefix, stored_turns
 
 log = logging.getLogger(__name__)
 
@@ -77,6 +78,10 @@ class DistillOutcome:
 class IngestResult:
     session_id: int
     turns_ingested: int
+    # What the ingest did to the conversation: "new", "updated" (turns added to one memory
+    # held already) or "unchanged" (it held every turn sent).
+    conversation: Change = "new"
+    turns_skipped: int = 0  # sent, and held already
     distillation: DistillOutcome = field(default_factory=lambda: DistillOutcome("skipped"))
 
 
@@ -220,23 +225,36 @@ class WritePath:
         *,
         session_date: datetime | None,
         skip_extraction: bool,
+        title: str = "",
     ) -> IngestResult:
-        """Seed memory with a whole conversation and distil it now (awaited)."""
+        """Seed memory with a whole conversation and distil it now (awaited). The turns at
+        the start of `turns` that the conversation already holds are skipped
+        (memory/write/reimport.py): the same conversation ingested again adds nothing, a
+        longer one only what is new. `title` names the session (an import's)."""
         started = time.perf_counter()
         latest = await self.store.latest_session(agent_id)
-        _, first_index = await self.store.session_progress(agent_id, conversation_id)
-        indexed = [(first_index + i, t) for i, t in enumerate(turns)]
+        known, first_index = await self.store.session_progress(agent_id, conversation_id)
+        arriving = self._as_stored(list(enumerate(turns)), default=session_date)
+        skipped = 0
+        if known is not None:
+            stored = stored_turns(await self.store.session_transcript(agent_id, known))
+            skipped = known_prefix(stored, [(t.user, t.assistant) for _, t in arriving])
+        fresh = [(first_index + n, turn) for n, (_, turn) in enumerate(arriving[skipped:])]
         session_id, added = await self.store.record_turns(
             agent_id,
             conversation_id,
-            self._as_stored(indexed, default=session_date),
+            fresh,
             started_at=_ts(session_date),
             queue_signals=not skip_extraction,
         )
+        if title:
+            await self.store.name_session(agent_id, session_id, self.scrub(title))
         if latest is not None and latest[0] != session_id:
             # The agent moved on from its previous session: that one is distilled now.
             self.scheduler.fire_now(agent_id, latest[0])
-        result = IngestResult(session_id, added)
+        change: Change = "new" if known is None else "updated" if added else "unchanged"
+        result = IngestResult(session_id, added, conversation=change,
+                              turns_skipped=len(turns) - added)
         if not skip_extraction:
             result.distillation = await self.distil_now(agent_id, session_id, session_date)
         log.info(

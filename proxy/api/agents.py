@@ -71,11 +71,12 @@ class NewFact(msgspec.Struct, forbid_unknown_fields=True):
     content: Content
     kind: FactKind = "pinned"
     salience: Salience = 0.5
-    pinned: bool = False  # kept by consolidation whatever its age (see Fact.pinned_at)
+    # Kept by consolidation however old or faint (the inspector calls it "keep").
+    pinned: bool = False
 
 
 class FactEdit(msgspec.Struct, forbid_unknown_fields=True):
-    """New content supersedes the fact; a salience or a pin alone is set in place."""
+    """New content supersedes the fact; a salience or `pinned` alone is set in place."""
 
     content: Content | None = None
     salience: Salience | None = None
@@ -253,7 +254,7 @@ async def add_fact(
     fact_id = await memory.add_fact(agent_id, data.content, kind=data.kind,
                                     salience=data.salience)
     if data.pinned:
-        await memory.edit_fact(agent_id, fact_id, pinned=True)
+        await memory.edit_fact(agent_id, fact_id, keep=True)
     await record_change(request, memory, agent_id)
     return FactView.of(await memory.fact(agent_id, fact_id))
 
@@ -304,12 +305,13 @@ async def edit_fact(
     data: JSONBody[FactEdit], services: NamedDependency[Services],
 ) -> FactView:
     """New content supersedes the fact (the answer is the new fact; the old one stays as
-    history); a salience or a pin (`pinned`: consolidation keeps it) alone is set in place."""
+    history); a salience or `pinned` (consolidation never fades nor evicts a pinned fact) alone
+    is set in place."""
     agent_id, memory = services.agent_memory(request, agent_id)
     if data.content is None and data.salience is None and data.pinned is None:
         raise InvalidArgument("send content, salience or pinned", param="content")
     current = await memory.edit_fact(agent_id, fact_id, content=data.content,
-                                     salience=data.salience, pinned=data.pinned)
+                                     salience=data.salience, keep=data.pinned)
     await record_change(request, memory, agent_id)
     return FactView.of(await memory.fact(agent_id, current))
 

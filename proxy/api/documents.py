@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import msgspec
-from litestar import Request, route
+from litestar import Request, Response, route
 from litestar.di import NamedDependency
 from litestar.openapi.spec import OpenAPIMediaType, OpenAPIType, Operation, RequestBody, Schema
 from litestar.params import PathParameter, QueryParameter
@@ -145,9 +145,11 @@ async def _from_form(request: Request[Any, Any, Any], spool: Path | None
        operation_class=DocumentBody, responses=BODY_ERRORS)
 async def add_document(
     request: Request[Any, Any, Any], agent_id: AgentId, services: NamedDependency[Services],
-) -> DocumentStored:
+) -> Response[DocumentStored]:
     """Store a document in the agent's knowledge base (the agent is created if new): cut
-    into chunks along its structure and embedded before the answer."""
+    into chunks along its structure and embedded before the answer (201). The same bytes
+    sent again are not stored twice (200, `unchanged`); a file of the same name with other
+    content replaces the older one (201, `updated`)."""
     agent_id, memory = services.agent_memory(request, agent_id)
     kind = request.headers.get("content-type", "").split(";", 1)[0].strip().lower()
     async with services.uploads.taken(request):
@@ -160,10 +162,13 @@ async def add_document(
             raise UnsupportedMediaType(
                 "send the document as JSON {title, text} or as a multipart/form-data file",
                 param="Content-Type")
-        stored = await memory.add_document(
+        stored, change = await memory.add_document(
             agent_id, data, media_type=declared, title=title, filename=filename)
+    if change == "unchanged":
+        return Response(DocumentStored(agent_id, DocumentView.of(stored), change),
+                        status_code=200)
     await record_change(request, memory, agent_id)
-    return DocumentStored(agent_id, DocumentView.of(stored))
+    return Response(DocumentStored(agent_id, DocumentView.of(stored), change), status_code=201)
 
 
 @route("/agents/{agent_id:str}/documents", http_method=["GET", "HEAD"], responses=ERRORS)

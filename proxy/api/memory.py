@@ -31,6 +31,7 @@ from mnemoproxy.proxy.edge.ids import MAX_ID_CHARS, normalised_id
 from mnemoproxy.proxy.services import Services
 
 MAX_INGEST_TURNS = 10_000
+MAX_TITLE_CHARS = 300
 # Dates outside these years are typos or attacks, and some date arithmetic overflows on them.
 FIRST_YEAR, LAST_YEAR = 1900, 2999
 
@@ -93,13 +94,16 @@ class _Keyed(msgspec.Struct):
 
 
 class IngestBody(_Keyed):
-    """A conversation to store, distilled now unless `skip_extraction`."""
+    """A conversation to store, distilled now unless `skip_extraction`. Turns at the start
+    of `turns` that the conversation holds already (in that order) are skipped, so sending
+    it again adds nothing; `title` names it (shown by the inspector)."""
 
     agent_id: Id
     conversation_id: Id
     turns: Annotated[list[IngestTurn], msgspec.Meta(min_length=1, max_length=MAX_INGEST_TURNS)]
     session_date: Moment | None = None
     skip_extraction: bool = False
+    title: Annotated[str, msgspec.Meta(max_length=MAX_TITLE_CHARS)] = ""
 
 
 class SearchBody(_Keyed):
@@ -140,6 +144,7 @@ async def ingest(
         [Turn(t.user, t.assistant, t.date) for t in data.turns],
         session_date=data.session_date,
         skip_extraction=data.skip_extraction,
+        title=" ".join(data.title.split()),
     )
     await record_change(request, memory, data.agent_id)
     return IngestReport.of(data.agent_id, data.conversation_id, result)

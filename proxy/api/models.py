@@ -16,6 +16,7 @@ import msgspec
 
 from mnemoproxy.gate import ReadResult, looks_like_instructions
 from mnemoproxy.memory import (
+    Change,
     ConsolidationReport,
     Fact,
     IngestResult,
@@ -24,6 +25,7 @@ from mnemoproxy.memory import (
     StoredChunk,
     StoredDocument,
 )
+from mnemoproxy.proxy.relay.probe import UpstreamProbe
 
 FactKind = Literal["pinned", "identity"]
 NextCursor = Annotated[int | None, msgspec.Meta(
@@ -43,8 +45,9 @@ def page_cursor(ids: list[int], limit: int) -> int | None:
 
 class FactView(msgspec.Struct):
     """One fact: current or superseded (`superseded_by` names the fact that replaced it),
-    how sure memory is of it (`salience`, sources, uses) and whether it is pinned (kept by
-    consolidation whatever its age). Times are unix seconds."""
+    how sure memory is of it (`salience`, sources, uses) and whether it is pinned (`pinned`:
+    kept by consolidation, which never fades nor evicts it whatever its age; the inspector
+    calls this "keep", to tell it from the kind `pinned`). Times are unix seconds."""
 
     id: int
     kind: FactKind
@@ -184,11 +187,15 @@ class ImportReport(msgspec.Struct):
 
 
 class SessionSummary(msgspec.Struct):
-    """One session: its conversation id, when it started and had its last turn, when it
-    was distilled (null: not yet), and how many messages it holds."""
+    """One session: its conversation id, its `title` (an imported conversation's own; ""
+    when it has none), the start of its first user message (`first_message`, at most 200
+    characters), when it started and had its last turn, when it was distilled (null: not
+    yet), and how many messages it holds."""
 
     id: int
     conversation_id: str
+    title: str
+    first_message: str
     started_at: float
     last_turn_at: float | None
     distilled_at: float | None
@@ -284,17 +291,22 @@ class DistillReport(msgspec.Struct, kw_only=True, omit_defaults=True):
 
 
 class IngestReport(msgspec.Struct):
-    """The conversation is stored and, unless skipped, distilled."""
+    """The conversation is stored and, unless skipped, distilled. `conversation` says what
+    happened to it: `new`, `updated` (turns added to one memory held already) or
+    `unchanged` (it held every turn sent); `turns_skipped` counts the turns it held."""
 
     status: Literal["ok"]
     agent_id: str
     conversation_id: str
+    conversation: Change
     turns_ingested: int
+    turns_skipped: int
     distillation: DistillReport
 
     @classmethod
     def of(cls, agent_id: str, conversation_id: str, result: IngestResult) -> IngestReport:
-        return cls("ok", agent_id, conversation_id, result.turns_ingested,
+        return cls("ok", agent_id, conversation_id, result.conversation,
+                   result.turns_ingested, result.turns_skipped,
                    DistillReport(**result.distillation.as_dict()))
 
 
@@ -428,12 +440,30 @@ class MemoryHealth(msgspec.Struct):
     core_model: CoreModelBudget
 
 
+class UpstreamHealth(msgspec.Struct):
+    """The upstream model server: its URL (credentials hidden) and whether it accepted a
+    connection at the proxy's last look (at start-up, then at most every 30 s in the
+    background; null before the first): `error` says why not, `checked_at` when (unix
+    seconds)."""
+
+    url: str
+    reachable: bool | None
+    error: str | None
+    checked_at: float | None
+
+    @classmethod
+    def of(cls, probe: UpstreamProbe) -> UpstreamHealth:
+        last = probe.latest()
+        return cls(probe.url, last.reachable, last.error, last.checked_at)
+
+
 class Health(msgspec.Struct, kw_only=True, omit_defaults=True):
-    """Liveness. Admin callers (anyone, without keys) also get the upstream and memory's
-    state (`disabled` when memory is off); other callers get `status` alone."""
+    """Liveness: `status` is ok while the proxy serves, whatever the upstream does. Admin
+    callers (anyone, without keys) also get the upstream's state and memory's (`disabled`
+    when memory is off); other callers get `status` alone."""
 
     status: Literal["ok"]
-    upstream: str | None = None
+    upstream: UpstreamHealth | None = None
     memory: MemoryHealth | Literal["disabled"] | None = None
 
 
@@ -477,10 +507,14 @@ class DocumentChunk(msgspec.Struct):
 
 
 class DocumentStored(msgspec.Struct):
-    """The document is stored, cut into chunks and embedded: searches see it now."""
+    """The document is stored, cut into chunks and embedded: searches see it now.
+    `status`: `new`; `updated` when it replaced the agent's document of the same file name
+    (other content); `unchanged` when the agent held these very bytes already (nothing was
+    stored again: `document` is the one held)."""
 
     agent_id: str
     document: DocumentView
+    status: Change = "new"
 
 
 class DocumentDetail(msgspec.Struct):

@@ -10,7 +10,6 @@ from litestar import Request, Response, post
 from litestar.di import NamedDependency
 
 from mnemoproxy.errors import InvalidArgument
-from mnemoproxy.gate import memory_headers
 from mnemoproxy.proxy.chat.memory import prepare, remember
 from mnemoproxy.proxy.chat.memory_tool import MemoryTool, offered_body
 from mnemoproxy.proxy.edge.access import authorize, caller
@@ -21,6 +20,21 @@ from mnemoproxy.proxy.relay.responses import OnReply, relay
 from mnemoproxy.proxy.relay.sse import AssistantReply
 from mnemoproxy.proxy.relay.upstream import forward_headers
 from mnemoproxy.proxy.services import Services
+
+# Why memory took no part in a chat, told in headers (the body goes through untouched): a
+# client that forgot X-Agent-Id, or sent it empty, learns it from the first reply.
+NO_AGENT = ("no X-Agent-Id header: memory was neither read nor written; send "
+            "X-Agent-Id: <agent> to use it")
+EMPTY_AGENT = ("X-Agent-Id is empty: memory was neither read nor written; send "
+               "X-Agent-Id: <agent> to use it")
+MEMORY_OFF = "memory is disabled on this proxy (enabled = false)"
+RELAY_ONLY_KEY = ("this key has no agent list: memory was neither read nor written; an "
+                  "admin makes keys that reach memory with `mnemoproxy keys add --agents A,B`")
+
+
+def memory_off(hint: str) -> dict[str, str]:
+    return {"X-Memory-Section": "off", "X-Memory-Hint": hint}
+
 
 # An escaped UTF-16 surrogate; JSON decoding pairs them, and lets a lone one through.
 _SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
@@ -72,8 +86,7 @@ async def chat_completions(
     skipped: dict[str, str] | None = None
     if agent_id and caller(request).relays_only:
         # A key without an agent list reaches no memory: relayed as without X-Agent-Id.
-        agent_id, skipped = "", {**memory_headers("none"),
-                                 "X-Memory-Skipped": "key_without_agents"}
+        agent_id, skipped = "", memory_off(RELAY_ONLY_KEY)
     elif agent_id:
         authorize(request, agent_id)
     session_id = header_id(request, "X-Session-Id") or None
@@ -120,8 +133,6 @@ async def chat_completions(
         "POST", "/v1/chat/completions", headers=headers, content=raw
     )
     services.metrics.upstream[CHAT_ROUTE].observe(upstream_response.waited)
-    return await relay(
-        upstream_response,
-        extra_headers=plan.headers if plan is not None else skipped,
-        on_reply=on_reply,
-    )
+    why_not = skipped or memory_off(MEMORY_OFF if agent_id else EMPTY_AGENT)
+    return await relay(upstream_response, extra_headers=plan.headers if plan else why_not,
+                       on_reply=on_reply)

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from mnemoproxy.config.settings import SETTINGS_TABLE, Settings, describe_range, load_settings
-from mnemoproxy.errors import SettingError
+from mnemoproxy.proxy.cli.failures import reported
 from mnemoproxy.proxy.cli.memory_commands import COMMANDS, add_commands, run
 
 
@@ -157,16 +157,44 @@ def serve(settings: Settings) -> None:
         "timeout_graceful_shutdown": 15,
     }
     if settings.workers > 1:  # several processes on the one port (proxy/cli/workers.py)
-        from mnemoproxy.proxy.cli.workers import serve_workers
+        from mnemoproxy.proxy.cli.workers import announce_once, serve_workers
 
+        announce_once(settings)
         serve_workers(settings, **options)
         return
     app = create_app(settings)
     uvicorn.run(app, host=settings.host, port=settings.port, **options)
 
 
+# Options a user may give before the command word (`mnemoproxy --data-dir D agents`), each
+# with whether it takes a value; the command's own parser reads them after the word.
+LEADING_OPTIONS = {"--data-dir": True, "--url": True, "--config": True, "--api-key": True,
+                   "--json": False}
+
+
+def command_first(given: Sequence[str]) -> list[str]:
+    """The arguments with the options given before the command word moved after it, so
+    `--data-dir` and `--url` are accepted in any position."""
+    leading: list[str] = []
+    at = 0
+    while at < len(given):
+        name = given[at].split("=", 1)[0]
+        if name not in LEADING_OPTIONS:
+            break
+        takes_value = LEADING_OPTIONS[name] and "=" not in given[at]
+        leading += given[at:at + 1 + takes_value]
+        at += 1 + takes_value
+    if not leading or at >= len(given) or given[at].startswith("-"):
+        return list(given)
+    return [given[at], *leading, *given[at + 1:]]
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    given = list(sys.argv[1:] if argv is None else argv)
+    given = command_first(sys.argv[1:] if argv is None else argv)
+    return reported(lambda: _run(given))
+
+
+def _run(given: list[str]) -> int:
     if given[:1] == ["eval"]:  # every option after it is the evaluation's own
         return evaluate_memory(given[1:])
     parser = build_parser()
@@ -174,24 +202,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command is None:
         parser.print_help()
         return 0
-    try:
-        if args.command == "keys":
-            return keys_command(args)
-        if args.command in COMMANDS:
-            return run(args)
-        if args.command == "mcp":
-            import asyncio
+    if args.command == "keys":
+        return keys_command(args)
+    if args.command in COMMANDS:
+        return run(args)
+    if args.command == "mcp":
+        import asyncio
 
-            from mnemoproxy.proxy.mcp.tools import serve_stdio
+        from mnemoproxy.proxy.mcp.tools import serve_stdio
 
-            asyncio.run(serve_stdio(load_settings(cli={"data_dir": args.data_dir},
-                                                  config_file=args.config)))
-            return 0
-        settings = settings_from_args(args)
-        serve(settings)
-    except SettingError as exc:
-        print(f"mnemoproxy: {exc.message}", file=sys.stderr)
-        return 2
+        asyncio.run(serve_stdio(load_settings(cli={"data_dir": args.data_dir},
+                                              config_file=args.config)))
+        return 0
+    settings = settings_from_args(args)
+    serve(settings)
     return 0
 
 

@@ -39,6 +39,27 @@ def serve_workers(settings: Settings, **uvicorn_options: Any) -> None:
     )
 
 
+def announce_once(settings: Settings) -> None:
+    """The start-up report, logged once by the parent rather than by every worker."""
+    import asyncio
+
+    from mnemoproxy.proxy.edge.keys import KeyFile, keys_path
+    from mnemoproxy.proxy.relay.probe import UpstreamProbe
+    from mnemoproxy.proxy.relay.upstream import Upstream
+    from mnemoproxy.proxy.startup import announce
+
+    async def look() -> None:
+        upstream = Upstream(settings)
+        try:
+            reachability = await UpstreamProbe(upstream).check()
+        finally:
+            await upstream.aclose()
+        announce(settings, KeyFile(keys_path(settings.keys_file, settings.data_dir)),
+                 reachability)
+
+    asyncio.run(look())
+
+
 def app_from_environment() -> ASGIApp:
     """One worker's app (uvicorn's factory), from the settings `serve_workers` handed over."""
     from mnemoproxy.proxy.app import create_app
@@ -46,7 +67,7 @@ def app_from_environment() -> ASGIApp:
 
     settings = Settings(**json.loads(os.environ[SETTINGS_ENV]))
     configure_logging(settings.log_level, settings.log_format)
-    app: ASGIApp = create_app(settings)
+    app: ASGIApp = create_app(settings, announce=False)  # `serve` announced the start
     if os.environ.get(WORKER_HEADER_ENV) == "1":
         return _with_worker_header(app)
     return app

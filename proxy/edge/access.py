@@ -122,20 +122,27 @@ def closed_message(settings: Settings, keys: KeyFile) -> str:
             "or serves loopback clients without keys again with `mnemoproxy keys reset`")
 
 
+def is_closed(settings: Settings, keys: KeyFile) -> bool:
+    """No active key, and none may be missed: reachable from other machines, or keys have
+    existed (and reopen_without_keys is off)."""
+    return not keys.active and (not is_loopback(settings.host) or (
+        keys.once_had_keys and not settings.reopen_without_keys))
+
+
 def key_notes(settings: Settings, keys: KeyFile) -> list[str]:
-    """What the start-up log says about the keys: a closed proxy, keys that only relay, and
-    keys without an upstream_api_key (the clients' own upstream key no longer goes)."""
+    """What the start-up report warns of about the keys (proxy/startup.py): a closed proxy,
+    keys that only relay, and keys without an upstream_api_key (the clients' own upstream
+    key no longer goes)."""
     notes = []
     active = keys.active
-    if not active and (not is_loopback(settings.host) or (
-            keys.once_had_keys and not settings.reopen_without_keys)):
+    if is_closed(settings, keys):
         notes.append(f"closed: {closed_message(settings, keys)} (every request but /health "
                      "gets 401)")
     relaying = [k.id for k in active if not k.reaches_memory]
     if relaying:
         notes.append(
             f"keys without an agent list relay chats without memory (no memory is read or "
-            f"written for them, X-Memory-Skipped: key_without_agents): {', '.join(relaying)}; "
+            f"written for them; their replies say so in X-Memory-Hint): {', '.join(relaying)}; "
             "to reach memory, revoke them and add keys with --agents A,B (or '*')")
     if active and not settings.upstream_api_key:
         notes.append(
@@ -302,13 +309,9 @@ class Guard:
                 )
         keys = self.keys
         open_path = path in _OPEN_PATHS or ui
-        closed = False
-        if not keys.active:
-            # Reachable from other machines, or keys once existed: closed, not open.
-            closed = not self.loopback or (
-                keys.once_had_keys and not self.settings.reopen_without_keys)
-            if not closed:
-                return Caller(None)
+        closed = is_closed(self.settings, keys)
+        if not keys.active and not closed:
+            return Caller(None)
         authorization = headers.get("authorization", "")
         scheme, _, secret = authorization.partition(" ")
         key = keys.find(secret.strip()) if scheme.lower() == "bearer" else None

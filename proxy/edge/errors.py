@@ -152,7 +152,7 @@ def from_http_exception(request: Request[Any, Any, Any], exc: HTTPException) -> 
     if status == 404:
         return NotFound(
             f"no route {request.method} {request.url.path}; the proxy serves /v1/*, /memory/*, "
-            "/agents and /health"
+            "/agents, /health, /ui (the inspector), /mcp, /metrics and /schema/openapi.json"
         )
     if status == 413:
         return TooLarge(

@@ -1,5 +1,6 @@
 """What every inspector page shares: the templates, the headers that keep a page inert
-(no scripts, never framed), the notices a redirect may name, and the agent a URL names."""
+(no scripts, never framed), the notices a redirect may name, the agent a URL names, and
+how a session is named."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from mnemoproxy.proxy.edge.access import caller
 from mnemoproxy.proxy.services import Services
 
 PAGE = 100  # facts, episodes, sessions, documents, procedures shown at once on an agent's page
+TITLE_CHARS = 90
 # No scripts at all; forms post to this origin only; never framed (clickjacking).
 _HEADERS = {
     "Content-Security-Policy": "default-src 'none'; style-src 'unsafe-inline'; "
@@ -30,8 +32,8 @@ _HEADERS = {
 NOTICES = {
     "fact-added": "Fact added.",
     "fact-saved": "Fact saved.",
-    "fact-pinned": "Fact pinned: consolidation keeps it.",
-    "fact-unpinned": "Fact unpinned.",
+    "fact-kept": "Fact kept: consolidation never fades nor evicts it.",
+    "fact-not-kept": "Fact no longer kept: consolidation may fade it like any other.",
     "fact-deleted": "Fact deleted: memory no longer uses it.",
     "episode-deleted": "Episode deleted.",
     "document-deleted": "Document deleted, its chunks and their vectors with it.",
@@ -48,12 +50,33 @@ def when(moment: float | None) -> str:
     return datetime.fromtimestamp(moment, UTC).strftime("%Y-%m-%d %H:%M")
 
 
-def agent_url(agent_id: str, *parts: object) -> str:
-    """/ui/agents/<id>/..., the id as one path segment whatever text it holds: escaped twice,
-    because the server decodes the path before routing (`a/b` once escaped would route as
-    two segments); `_agent` decodes the second time."""
+def agent_url(agent_id: str, *parts: object, **query: object) -> str:
+    """/ui/agents/<id>/...[?query], the id as one path segment whatever text it holds:
+    escaped twice, because the server decodes the path before routing (`a/b` once escaped
+    would route as two segments); `agent_memory` decodes the second time."""
     segment = quote(quote(agent_id, safe=""), safe="")
-    return "/".join(["/ui/agents", segment, *(str(p) for p in parts)])
+    path = "/".join(["/ui/agents", segment, *(str(p) for p in parts)])
+    shown = {name: value for name, value in query.items() if value is not None}
+    return f"{path}?{urlencode(shown)}" if shown else path
+
+
+def session_title(session: dict[str, Any]) -> str:
+    """A session as a person recognises it: its own title (an imported conversation's),
+    else the first line of its first user message, else its conversation id."""
+    if session.get("title"):
+        return str(session["title"])
+    first = next((line for line in str(session.get("first_message", "")).splitlines()
+                  if line.strip()), "")
+    if not first:
+        return f"conversation {session['conversation_id']}"
+    line = " ".join(first.split())
+    return line if len(line) <= TITLE_CHARS else line[: TITLE_CHARS - 1].rstrip() + "…"
+
+
+def size(count: int) -> str:
+    if count < 1024:
+        return f"{count} bytes"
+    return f"{count / 1024:.1f} KB" if count < 1024**2 else f"{count / 1024**2:.1f} MB"
 
 
 _templates = Environment(
@@ -62,7 +85,9 @@ _templates = Environment(
     undefined=StrictUndefined,
 )
 _templates.filters["when"] = when
+_templates.filters["size"] = size
 _templates.globals["agent_url"] = agent_url
+_templates.globals["session_title"] = session_title
 
 
 def page(
@@ -77,7 +102,8 @@ def page(
 
 def done(url: str, notice: str) -> Redirect:
     """After a change: back to a page (303, so a reload does not post again)."""
-    return Redirect(f"{url}?{urlencode({'done': notice})}", status_code=303)
+    joint = "&" if "?" in url else "?"
+    return Redirect(f"{url}{joint}{urlencode({'done': notice})}", status_code=303)
 
 
 def agent_memory(request: Request[Any, Any, Any], agent_id: str, services: Services

@@ -1,8 +1,8 @@
 """The web inspector at /ui: server-rendered pages (Jinja2) over an agent's memory, working
-without JavaScript. Agents with their counts; an agent's identity and facts, episodes and
-sessions; a session's transcript; a fact with its history; search with score components;
-the block a message would get injected (the preview); forms to add, edit, pin, delete and
-forget, each destructive one behind a confirmation page; a consolidation button.
+without JavaScript. The pages that show memory are proxy/inspector/views.py's; here are
+signing in, the forms to add, edit and keep facts and to consolidate (deleting and
+forgetting, each behind a confirmation page, are proxy/inspector/removals.py's), errors as
+pages, and the router.
 
 The pages call the same memory front door as the JSON routes, under the same rules: the
 guard (proxy/edge/access.py) names the caller, from its key or (browsers) the sign-in cookie;
@@ -14,30 +14,26 @@ from __future__ import annotations
 import logging
 import math
 from collections.abc import Mapping
-from typing import Annotated, Any
+from typing import Any
 
 from litestar import Request, Response, Router, get, post
 from litestar.datastructures import Cookie
 from litestar.di import NamedDependency
 from litestar.exceptions import HTTPException
-from litestar.params import QueryParameter
 from litestar.response import Redirect
 from litestar.types import ControllerRouterHandler
 
 from mnemoproxy.errors import InvalidArgument, MnemoError
-from mnemoproxy.gate import looks_like_instructions
-from mnemoproxy.memory import SCOPES
-from mnemoproxy.proxy.api.agents import AgentId, Cursor, ItemId
-from mnemoproxy.proxy.api.models import FactView
+from mnemoproxy.proxy.api.agents import AgentId, ItemId
 from mnemoproxy.proxy.edge.access import UI_COOKIE, caller, is_inspector, record_change
 from mnemoproxy.proxy.edge.errors import error_body, from_http_exception, http_status
 from mnemoproxy.proxy.edge.sessions import SESSION_SECONDS
-from mnemoproxy.proxy.inspector.pages import PAGE, agent_memory, agent_url, done, page
+from mnemoproxy.proxy.inspector.pages import agent_memory, agent_url, done, page
 from mnemoproxy.proxy.inspector.removals import REMOVAL_ROUTES
+from mnemoproxy.proxy.inspector.views import VIEW_ROUTES
 from mnemoproxy.proxy.services import Services
 
 log = logging.getLogger(__name__)
-Query = Annotated[str, QueryParameter(max_length=10_000)]
 MAX_CONTENT_CHARS = 10_000
 
 async def _form(request: Request[Any, Any, Any]) -> Mapping[str, str]:
@@ -125,114 +121,6 @@ async def _signed_in(request: Request[Any, Any, Any]) -> Response[Any] | None:
     return redirect
 
 
-# -- pages ---------------------------------------------------------------------------------
-
-
-@get("/")
-async def agents_page(request: Request[Any, Any, Any], services: NamedDependency[Services]
-                      ) -> Response[Any]:
-    if "agent" in request.query_params:  # the old single page's ?agent=ID
-        return Redirect(agent_url(request.query_params["agent"]), status_code=303)
-    memory, _ = services.require_memory()
-    who = caller(request)
-    agents = [a for a in await memory.agents() if who.may_use(a["id"])]
-    return page(request, "agents.html.j2", agents=agents)
-
-
-@get("/agents/{agent_id:str}")
-async def agent_page(
-    request: Request[Any, Any, Any], agent_id: AgentId, services: NamedDependency[Services],
-    status: Query = "current", cursor: Cursor = 0, episodes_cursor: Cursor = 0,
-    sessions_cursor: Cursor = 0, documents_cursor: Cursor = 0, procedures_cursor: Cursor = 0,
-) -> Response[str]:
-    agent_id, memory = agent_memory(request, agent_id, services)
-    if status not in ("current", "superseded", "all"):
-        raise InvalidArgument("status is current, superseded or all", param="status")
-    summary = await memory.agent(agent_id)
-    identity = await memory.facts(agent_id, kind="identity", limit=PAGE)
-    facts = await memory.facts(agent_id, kind="pinned", status=status, limit=PAGE,
-                               after_id=cursor)
-    episodes = await memory.episodes(agent_id, limit=PAGE, after_id=episodes_cursor)
-    sessions = await memory.sessions(agent_id, limit=PAGE, after_id=sessions_cursor)
-    documents = await memory.documents(agent_id, limit=PAGE, after_id=documents_cursor)
-    procedures = await memory.procedures(agent_id, limit=PAGE, after_id=procedures_cursor)
-    return page(
-        request, "agent.html.j2", agent=summary, status=status,
-        documents=documents,
-        documents_next=documents[-1].id if len(documents) == PAGE else None,
-        procedures=procedures,
-        procedures_next=procedures[-1].id if len(procedures) == PAGE else None,
-        identity=[FactView.of(f, c) for f, c in identity],
-        facts=[FactView.of(f, c) for f, c in facts],
-        facts_next=facts[-1][0].id if len(facts) == PAGE else None,
-        episodes=episodes, episodes_next=episodes[-1].id if len(episodes) == PAGE else None,
-        sessions=sessions,
-        sessions_next=sessions[-1]["id"] if len(sessions) == PAGE else None,
-    )
-
-
-@get("/agents/{agent_id:str}/facts/{fact_id:int}")
-async def fact_page(
-    request: Request[Any, Any, Any], agent_id: AgentId, fact_id: ItemId,
-    services: NamedDependency[Services],
-) -> Response[str]:
-    agent_id, memory = agent_memory(request, agent_id, services)
-    fact = await memory.fact(agent_id, fact_id)
-    history = await memory.fact_history(agent_id, fact.id)
-    conversation = None
-    if fact.source_session_id is not None:
-        sessions = await memory.sessions(agent_id, limit=1, after_id=fact.source_session_id - 1)
-        if sessions and sessions[0]["id"] == fact.source_session_id:
-            conversation = sessions[0]["conversation_id"]
-    return page(request, "fact.html.j2", agent_id=agent_id, fact=FactView.of(fact),
-                source_session_id=fact.source_session_id, conversation_id=conversation,
-                history=[FactView.of(h) for h in history])
-
-
-@get("/agents/{agent_id:str}/sessions/{session_id:int}")
-async def session_page(
-    request: Request[Any, Any, Any], agent_id: AgentId, session_id: ItemId,
-    services: NamedDependency[Services],
-) -> Response[str]:
-    agent_id, memory = agent_memory(request, agent_id, services)
-    messages = await memory.session_messages(agent_id, session_id)
-    return page(request, "session.html.j2", agent_id=agent_id, session_id=session_id,
-                messages=messages)
-
-
-@get("/agents/{agent_id:str}/search")
-async def search_page(
-    request: Request[Any, Any, Any], agent_id: AgentId, services: NamedDependency[Services],
-    q: Query = "", scope_name: Annotated[str, QueryParameter(name="scope")] = "",
-) -> Response[str]:
-    # `scope` is Litestar's name for the ASGI scope: the query's scope comes in renamed.
-    agent_id, memory = agent_memory(request, agent_id, services)
-    scope = scope_name
-    if scope and scope not in SCOPES:
-        raise InvalidArgument(f"scope is one of {', '.join(SCOPES)}", param="scope")
-    results = await memory.search(agent_id, q, kinds=SCOPES[scope] if scope else None,
-                                  top_k=20) if q.strip() else []
-    rows = [{"kind": r.kind, "item_id": r.item_id, "text": r.text, "score": r.score,
-             "components": r.components, "at": r.at,
-             "flagged": looks_like_instructions(r.text)} for r in results]
-    return page(request, "search.html.j2", agent_id=agent_id, query=q, scope=scope,
-                scopes=[s for s in SCOPES if s != "episode"], results=rows)
-
-
-@get("/agents/{agent_id:str}/preview")
-async def preview_page(
-    request: Request[Any, Any, Any], agent_id: AgentId, services: NamedDependency[Services],
-    message: Query = "",
-) -> Response[str]:
-    agent_id, _ = agent_memory(request, agent_id, services)
-    if not message.strip():
-        raise InvalidArgument("type a message to preview", param="message")
-    _, read_path = services.require_memory()
-    result = await read_path.prepare(agent_id, [{"role": "user", "content": message}])
-    return page(request, "preview.html.j2", agent_id=agent_id, message=message,
-                preview=result.as_dict())
-
-
 # -- changes -------------------------------------------------------------------------------
 
 
@@ -248,10 +136,11 @@ async def add_fact(
     salience = _salience(form)
     fact_id = await memory.add_fact(agent_id, _content(form), kind=kind,
                                     salience=0.5 if salience is None else salience)
-    if form.get("pinned") == "true":
-        await memory.edit_fact(agent_id, fact_id, pinned=True)
+    if form.get("keep") == "true":
+        await memory.edit_fact(agent_id, fact_id, keep=True)
     await record_change(request, memory, agent_id)
-    return done(agent_url(agent_id), "fact-added")
+    tab = "overview" if kind == "identity" else "facts"
+    return done(agent_url(agent_id, tab=tab), "fact-added")
 
 
 @post("/agents/{agent_id:str}/facts/{fact_id:int}", status_code=303)
@@ -260,7 +149,7 @@ async def edit_fact(
     services: NamedDependency[Services],
 ) -> Redirect:
     """The fact page's form: new text supersedes the fact (the page of the new one opens);
-    the salience and the pin are set as sent (an unticked box unpins)."""
+    the salience and `keep` are set as sent (an unticked box stops keeping it)."""
     agent_id, memory = agent_memory(request, agent_id, services)
     form = await _form(request)
     content: str | None = _content(form)
@@ -268,21 +157,25 @@ async def edit_fact(
         content = None  # the text is as it was: no new fact, its counts and source kept
     current = await memory.edit_fact(
         agent_id, fact_id, content=content,
-        salience=_salience(form), pinned=form.get("pinned") == "true")
+        salience=_salience(form), keep=form.get("keep") == "true")
     await record_change(request, memory, agent_id)
     return done(agent_url(agent_id, "facts", current), "fact-saved")
 
 
-@post("/agents/{agent_id:str}/facts/{fact_id:int}/pin", status_code=303)
-async def pin_fact(
+@post("/agents/{agent_id:str}/facts/{fact_id:int}/keep", status_code=303)
+async def keep_fact(
     request: Request[Any, Any, Any], agent_id: AgentId, fact_id: ItemId,
     services: NamedDependency[Services],
 ) -> Redirect:
+    """Keep a fact (consolidation never fades nor evicts it), or stop keeping it."""
     agent_id, memory = agent_memory(request, agent_id, services)
-    pinned = (await _form(request)).get("pinned") == "true"
-    await memory.edit_fact(agent_id, fact_id, pinned=pinned)
+    form = await _form(request)
+    keep = form.get("keep") == "true"
+    kind = (await memory.fact(agent_id, fact_id)).kind
+    await memory.edit_fact(agent_id, fact_id, keep=keep)
     await record_change(request, memory, agent_id)
-    return done(agent_url(agent_id), "fact-pinned" if pinned else "fact-unpinned")
+    tab = "overview" if kind == "identity" else "facts"
+    return done(agent_url(agent_id, tab=tab), "fact-kept" if keep else "fact-not-kept")
 
 
 @post("/agents/{agent_id:str}/consolidate", status_code=303)
@@ -330,9 +223,8 @@ INSPECTOR_ROUTES: list[ControllerRouterHandler] = [
     Router(
         "/ui",
         route_handlers=[
-            login_form, login, logout, agents_page, agent_page, fact_page, session_page,
-            search_page, preview_page,
-            add_fact, edit_fact, pin_fact, consolidate, *REMOVAL_ROUTES,
+            login_form, login, logout, *VIEW_ROUTES,
+            add_fact, edit_fact, keep_fact, consolidate, *REMOVAL_ROUTES,
         ],
         before_request=_signed_in,
         include_in_schema=False,

@@ -7,15 +7,37 @@ admin key when keys exist, since the tools name any agent), or over stdio by
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any
+import functools
+from collections.abc import Awaitable, Callable
+from typing import Any, ParamSpec, TypeVar
 
 from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.transport_security import TransportSecuritySettings
 
 from mnemoproxy.config.settings import Settings
+from mnemoproxy.errors import MnemoError, NotFound
 from mnemoproxy.memory import SCOPES, Memory
 from mnemoproxy.proxy.edge.ids import normalised_id
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+def said(tool: Callable[P, Awaitable[R]]) -> Callable[P, Awaitable[R]]:
+    """A tool whose refusals reach the client in words: the SDK shows a tool's ToolError
+    as it is, any other exception as "Error executing tool <name>" alone."""
+
+    @functools.wraps(tool)
+    async def answered(*args: P.args, **kwargs: P.kwargs) -> R:
+        try:
+            return await tool(*args, **kwargs)
+        except MnemoError as exc:
+            raise ToolError(exc.message) from exc
+        except ValueError as exc:
+            raise ToolError(str(exc)) from exc
+
+    return answered
 
 INSTRUCTIONS = (
     "Long-term memory of conversations with users, one agent id per user or assistant. "
@@ -31,31 +53,41 @@ def build_mcp(memory: Callable[[], Memory]) -> MCPServer:
     server: MCPServer = MCPServer("mnemoproxy", instructions=INSTRUCTIONS, log_level="WARNING")
 
     @server.tool()
+    @said
     async def search_memory(
         agent_id: str, query: str, scope: str | None = None, top_k: int = 10
     ) -> list[dict[str, Any]]:
         """Search an agent's memory (facts, episodes, verbatim messages, documents); scope:
         pinned, identity, episodes, transcript or documents. Best matches first, with their
-        dates."""
+        dates. An agent memory holds nothing of is an error (list_agents names them)."""
         if scope is not None and scope not in SCOPES:
-            raise ValueError(f"scope is one of {sorted(SCOPES)}")
+            raise ValueError(f"scope is one of {', '.join(sorted(SCOPES))}")
+        agent_id = normalised_id(agent_id)
+        if not await memory().has_agent(agent_id):
+            raise NotFound(f"no agent {agent_id!r} in memory: list_agents names the agents "
+                           "it holds (ids are case-sensitive)")
         results = await memory().search(
-            normalised_id(agent_id), query, kinds=SCOPES[scope] if scope else None,
+            agent_id, query, kinds=SCOPES[scope] if scope else None,
             top_k=max(1, min(top_k, 50)))
         return [{"kind": r.kind, "text": r.text, "score": round(r.score, 4), "at": r.at}
                 for r in results]
 
     @server.tool()
+    @said
     async def remember(agent_id: str, fact: str, kind: str = "pinned") -> dict[str, Any]:
         """Store a durable fact about the user (kind: pinned, or identity for who they are)."""
         if kind not in ("pinned", "identity"):
             raise ValueError("kind is pinned or identity")
+        if not fact.strip():
+            raise ValueError("fact needs text: the fact to remember, in a sentence")
         fact_id = await memory().add_fact(normalised_id(agent_id), fact, kind=kind)
         return {"fact_id": fact_id}
 
     @server.tool()
+    @said
     async def forget(agent_id: str, fact_id: int) -> dict[str, Any]:
-        """Delete one fact (reads no longer see it; it stays as history)."""
+        """Delete one fact (reads no longer see it; it stays as history). An unknown fact
+        is an error naming the fact and the agent."""
         await memory().delete_fact(normalised_id(agent_id), fact_id)
         return {"deleted": fact_id}
 

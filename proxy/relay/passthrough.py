@@ -23,7 +23,7 @@ from typing import Any, cast
 from litestar.types import ASGIApp, HTTPScope, Receive, Scope, Send
 
 from mnemoproxy.errors import MnemoError, TooLarge, UpstreamError
-from mnemoproxy.proxy.chat.route import parse_chat_body
+from mnemoproxy.proxy.chat.route import NO_AGENT, memory_off, parse_chat_body
 from mnemoproxy.proxy.edge.access import Guard, routed_path
 from mnemoproxy.proxy.edge.body_deadline import body_timeout
 from mnemoproxy.proxy.edge.errors import MethodNotAllowed, error_body, http_status
@@ -41,6 +41,9 @@ PASS_THROUGH_METHODS = frozenset({"GET", "POST", "PUT", "PATCH", "DELETE", "HEAD
 # How requests served here are labelled: Litestar's chat route, and the pass-through.
 PASS_THROUGH_TEMPLATE = "/v1/{path:path}"
 _JSON = [(b"content-type", b"application/json")]
+# A chat relayed here named no agent: its reply says so (proxy/chat/route.py).
+_NO_AGENT_HEADERS = [(name.lower().encode(), value.encode())
+                     for name, value in memory_off(NO_AGENT).items()]
 
 
 class FastRelay:
@@ -91,7 +94,8 @@ class FastRelay:
             )
             services.metrics.upstream[CHAT_ROUTE if chat else PASS_THROUGH_ROUTE].observe(
                 response.waited)
-            await _copy_response(response, receive, reply, head=scope["method"] == "HEAD")
+            await _copy_response(response, receive, reply, head=scope["method"] == "HEAD",
+                                 extra=_NO_AGENT_HEADERS if chat else [])
         except _ClientGone:
             return
         except MnemoError as error:
@@ -171,11 +175,12 @@ async def _send_error(send: _Sender, error: MnemoError) -> None:
 
 
 async def _copy_response(
-    response: UpstreamResponse, receive: Receive, send: _Sender, *, head: bool
+    response: UpstreamResponse, receive: Receive, send: _Sender, *, head: bool,
+    extra: list[tuple[bytes, bytes]],
 ) -> None:
-    """The upstream's response to the client: a small whole body in one piece, anything
-    else (SSE, unknown length, large) chunk by chunk as it arrives."""
-    headers = response.raw_relayed_headers()
+    """The upstream's response to the client (with the `extra` headers): a small whole body
+    in one piece, anything else (SSE, unknown length, large) chunk by chunk as it arrives."""
+    headers = [*response.raw_relayed_headers(), *extra]
     length = response.header("content-length")
     sse = (response.header("content-type") or "").startswith("text/event-stream")
     try:

@@ -25,7 +25,6 @@ import argparse
 import json
 import os
 import platform
-import re
 import sys
 import tempfile
 import time
@@ -38,14 +37,25 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from tests.benchmarks.eval_datasets import (
+    Plan,
+    Probe,
+    generic_probes,
+    locomo_plan,
+    longmemeval_plan,
+    multilingual_plan,
+    oracle_available,
+    oracle_plan,
+    personal_plan,
+)
 from tests.support import locomo, longmemeval
 from tests.support.backends import add_store_backend_argument, store_backend
 from tests.support.blackbox import (
     Asker,
-    Evidence,
     History,
     Reply,
     Session,
@@ -53,15 +63,16 @@ from tests.support.blackbox import (
     health,
     ingest,
     norm,
+    preview,
     running_proxy,
     wait_for_embeddings,
 )
 from tests.support.fake_upstream import FakeUpstream
-from tests.support.generic_prompts import VICUNA_PATH, vicuna_prompts
+from tests.support.generic_prompts import VICUNA_PATH
 from tests.support.report import run_as_script
 
 ROOT = Path(__file__).resolve().parents[2]
-DATASETS = ("longmemeval", "locomo", "generic")
+DATASETS = ("longmemeval", "oracle", "locomo", "personal", "multilingual", "generic")
 MODES = {"transcript": ("transcript only", True), "distilled": ("with distillation", False)}
 
 METHOD = """\
@@ -96,15 +107,6 @@ remember the question and memory stays as ingested. The block is the text inside
 
 
 @dataclass(frozen=True)
-class Probe:
-    agent_id: str
-    group: str  # question type / category: the row of the table
-    question: str
-    evidence: tuple[Evidence, ...] = ()
-    answer: str = ""
-
-
-@dataclass(frozen=True)
 class Outcome:
     probe: Probe
     reply: Reply
@@ -122,70 +124,6 @@ class Outcome:
 
 
 
-# --- the data, dated and shaped for the API -----------------------------------------------
-
-
-def shift_to(day: date, target: date) -> timedelta:
-    """Whole days, so that calendar dates keep their distances ("3 days ago" stays true) and
-    times of day stay as the data has them. Naive dates are taken as UTC."""
-    return timedelta(days=(target - day).days)
-
-
-def shifted(moment: datetime, shift: timedelta) -> datetime:
-    return (moment + shift).replace(tzinfo=UTC)
-
-
-_MONTH_NAMES = ("January", "February", "March", "April", "May", "June", "July", "August",
-                "September", "October", "November", "December")
-_MONTH = "|".join(_MONTH_NAMES)
-_DATE_IN_TEXT = re.compile(
-    rf"\b(?:(?P<m1>{_MONTH}) (?P<d1>\d{{1,2}})(?:st|nd|rd|th)?,? (?P<y1>\d{{4}})"
-    rf"|(?P<d2>\d{{1,2}}) (?P<m2>{_MONTH}),? (?P<y2>\d{{4}})"
-    rf"|(?P<m3>{_MONTH}),? (?P<y3>\d{{4}})"
-    rf"|(?P<y4>(?:19|20)\d\d))\b"
-)
-
-
-def dates_shifted(text: str, shift: timedelta) -> str:
-    """`text` with the dates it names ("May 3, 2023", "27 March, 2022", "July 2023",
-    "2023") moved as the history they ask about was moved, so a question still names the
-    days its answer was said on."""
-
-    def moved(match: re.Match[str]) -> str:
-        g = match.groupdict()
-        if g["y1"] or g["y2"]:
-            month, day, year = (g["m1"], g["d1"], g["y1"]) if g["y1"] else (
-                g["m2"], g["d2"], g["y2"])
-            new = datetime(int(year), _MONTH_NAMES.index(month) + 1, int(day)) + shift
-            name = _MONTH_NAMES[new.month - 1]
-            return f"{name} {new.day}, {new.year}" if g["y1"] else f"{new.day} {name}, {new.year}"
-        if g["y3"]:
-            middle = datetime(int(g["y3"]), _MONTH_NAMES.index(g["m3"]) + 1, 15) + shift
-            return f"{_MONTH_NAMES[middle.month - 1]} {middle.year}"
-        return str(int(g["y4"]) + round(shift.days / 365.25))
-
-    return _DATE_IN_TEXT.sub(moved, text)
-
-
-def longmemeval_data(
-    questions: Sequence[longmemeval.LmeQuestion], today: date
-) -> tuple[list[History], list[Probe]]:
-    """One agent per question (agent id = question id); its question falls on today."""
-    histories: list[History] = []
-    probes: list[Probe] = []
-    for q in questions:
-        shift = shift_to(q.date.date(), today)
-        sessions = [
-            # The position keeps conversation ids unique even if a session id repeats.
-            Session(f"s{n:02d}-{s.session_id}", shifted(s.date, shift), s.exchanges())
-            for n, s in enumerate(q.sessions)
-        ]
-        histories.append(History(q.question_id, [s for s in sessions if s.turns]))
-        evidence = tuple(Evidence(norm(t.content)) for t in q.evidence)
-        probes.append(Probe(q.question_id, q.question_type, q.question, evidence, q.answer))
-    return histories, probes
-
-
 NEIGHBOUR = "neighbour"
 
 
@@ -197,61 +135,6 @@ def neighbour_history(turns: int, today: date) -> History:
     when = datetime(today.year, today.month, today.day, tzinfo=UTC) - timedelta(days=30)
     return History(NEIGHBOUR, [Session(f"n{n}", when, pairs[n : n + 500])
                                for n in range(0, len(pairs), 500)])
-
-
-def locomo_pairs(session: locomo.LocomoSession) -> list[tuple[str, str]]:
-    """Consecutive utterances as (user, assistant), each "speaker: text" (the form the
-    benchmark's own BM25 indexes)."""
-    texts = [turn.labelled() for turn in session.turns]
-    return [(texts[i], texts[i + 1] if i + 1 < len(texts) else "")
-            for i in range(0, len(texts), 2)]
-
-
-def locomo_data(
-    samples: Sequence[locomo.LocomoSample], limit: int | None, today: date
-) -> tuple[list[History], list[Probe]]:
-    """One agent per conversation (agent id = sample id); its last session was yesterday.
-    Categories 1-4, questions with evidence; with `limit`, the first so many per category
-    and only the conversations they need (and the first, for the generic prompts)."""
-    histories: list[History] = []
-    probes: list[Probe] = []
-    per_category: Counter[int] = Counter()
-    for sample in samples:
-        shift = shift_to(sample.sessions[-1].date.date(), today - timedelta(days=1))
-        turns = {t.dia_id: t for t in sample.turns}
-        asked = []
-        for q in sample.questions:
-            if q.category not in locomo.RETRIEVAL_CATEGORIES or not q.evidence:
-                continue
-            if limit is not None and per_category[q.category] >= limit:
-                continue
-            per_category[q.category] += 1
-            evidence = tuple(Evidence(norm(turns[d].labelled())) for d in q.evidence)
-            asked.append(Probe(sample.sample_id, category_name(q.category),
-                               dates_shifted(q.question, shift), evidence, q.answer))
-        if asked or not histories:
-            sessions = [Session(f"session_{s.number}", shifted(s.date, shift), locomo_pairs(s))
-                        for s in sample.sessions]
-            histories.append(History(sample.sample_id, sessions))
-        probes += asked
-    return histories, probes
-
-
-def category_name(category: int) -> str:
-    return f"{category} {locomo.CATEGORY_NAMES[category]}"
-
-
-def limited(
-    questions: Sequence[longmemeval.LmeQuestion], limit: int | None
-) -> list[longmemeval.LmeQuestion]:
-    """The first `limit` questions of each type (all of them without a limit)."""
-    taken: Counter[str] = Counter()
-    chosen = []
-    for q in questions:
-        if limit is None or taken[q.question_type] < limit:
-            taken[q.question_type] += 1
-            chosen.append(q)
-    return chosen
 
 
 # --- figures ------------------------------------------------------------------------------
@@ -288,7 +171,13 @@ def figures_by_group(
     for o in outcomes:
         groups[o.probe.group].append(o)
     names = [g for g in order if g in groups] + sorted(set(groups) - set(order))
-    return {**{g: figures(groups[g]) for g in names}, "overall": figures(outcomes)}
+    rows = {g: figures(groups[g]) for g in names}
+    splits = sorted({split_of_group(g) for g in names} - {""})
+    if len(splits) > 1:
+        for split in splits:
+            rows[f"overall [{split}]"] = figures(
+                [o for o in outcomes if split_of_group(o.probe.group) == split])
+    return {**rows, "overall": figures(outcomes)}
 
 
 def composition(outcomes: Sequence[Outcome]) -> dict[str, float]:
@@ -303,21 +192,15 @@ def composition(outcomes: Sequence[Outcome]) -> dict[str, float]:
 # --- one dataset in one mode --------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class Plan:
-    dataset: str
-    histories: list[History]
-    probes: list[Probe]
-    generic: list[str]
-    order: Sequence[str]  # the table's rows
-
-
 @dataclass
 class Run:
     dataset: str
     mode: str
     rows: dict[str, dict[str, Any]] = field(default_factory=dict)
-    generic: dict[str, Any] | None = None
+    generic: dict[str, dict[str, Any]] = field(default_factory=dict)  # by kind and split
+    agent: str = ""  # the agent the generic prompts were asked of
+    # Why the gate decided as it did where it was wrong: (verdict, group, reason) -> count.
+    reasons: Counter[tuple[str, str, str]] = field(default_factory=Counter)
     store: dict[str, Any] = field(default_factory=dict)  # /health after ingest
     turns: int = 0
     ingest_seconds: float = 0.0
@@ -326,6 +209,16 @@ class Run:
     messages_added_by_asking: int = 0
     sections: dict[str, float] = field(default_factory=dict)
     neighbour_turns: int = 0  # a big agent beside the evaluated ones (--neighbour)
+
+
+def reason_kind(reason: str) -> str:
+    """A decision's reason without the words it quotes: "the user's own past: 'did I'"
+    counts as "the user's own past"."""
+    return reason.split(":", 1)[0].strip()
+
+
+def split_of_group(group: str) -> str:
+    return group.rsplit("[", 1)[1].rstrip("]") if group.endswith("]") else ""
 
 
 def run_plan(
@@ -339,8 +232,7 @@ def run_plan(
     label, skip_extraction = MODES[mode]
     run = Run(plan.dataset, mode)
     name = f"{plan.dataset} {label}"
-    generic_agent = plan.histories[0].agent_id
-    probes = [*plan.probes, *(Probe(generic_agent, "generic", p) for p in plan.generic)]
+    run.agent = plan.histories[0].agent_id
     with (
         FakeUpstream() as fake,
         tempfile.TemporaryDirectory(prefix="eval-memory-") as tmp,
@@ -359,11 +251,11 @@ def run_plan(
         run.embedding_wait_seconds = time.perf_counter() - started - run.ingest_seconds
         progress.update(task, description=f"{name}: ingested")
 
-        task = progress.add_task(f"{name}: ask", total=len(probes))
+        task = progress.add_task(f"{name}: ask", total=len(plan.probes))
         asker = Asker(url, fake)
         outcomes = []
         started = time.perf_counter()
-        for probe in probes:
+        for probe in plan.probes:
             outcomes.append(Outcome(probe, asker.ask(probe.agent_id, probe.question)))
             progress.advance(task)
         run.ask_seconds = time.perf_counter() - started
@@ -371,29 +263,44 @@ def run_plan(
         run.messages_added_by_asking = int(health(url).get("transcript_messages", 0)) - int(
             run.store.get("transcript_messages", 0)
         )
+        mistakes: dict[int, str] = {}
+        for n, o in enumerate(outcomes):  # the gate's own words for each of its mistakes
+            if o.got_memory == o.probe.generic:
+                verdict = "false positive" if o.probe.generic else "miss"
+                why = preview(url, o.probe.agent_id, o.probe.question).get("reason", "?")
+                mistakes[n] = why
+                run.reasons[(verdict, split_of_group(o.probe.group), reason_kind(why))] += 1
     if dump is not None:
-        for o in outcomes:
-            _dump(dump, plan.dataset, mode, o)
-    asked = [o for o in outcomes if o.probe.group != "generic"]
+        for n, o in enumerate(outcomes):
+            _dump(dump, plan.dataset, mode, o, mistakes.get(n))
+    asked = [o for o in outcomes if not o.probe.generic]
     if asked:
         run.rows = figures_by_group(asked, plan.order)
         run.sections = composition(asked)
-    generic = [o for o in outcomes if o.probe.group == "generic"]
-    if generic:
-        run.generic = {
-            "agent": generic_agent,
-            "prompts": len(generic),
-            "got_memory": _mean([o.got_memory for o in generic]),
-            "tokens_with_memory": _mean([o.reply.tokens for o in generic if o.got_memory]),
-            "sections": dict(Counter(o.reply.section for o in generic).most_common()),
-            "deadline_misses": sum(o.reply.section == "error" for o in generic),
-        }
+    generic: dict[str, list[Outcome]] = defaultdict(list)
+    for o in outcomes:
+        if o.probe.generic:
+            generic[o.probe.group.split(": ", 1)[1]].append(o)
+    run.generic = {group: generic_figures(found) for group, found in sorted(generic.items())}
     return run
 
 
-def _dump(out: TextIO, dataset: str, mode: str, o: Outcome) -> None:
+def generic_figures(outcomes: Sequence[Outcome]) -> dict[str, Any]:
+    return {
+        "prompts": len(outcomes),
+        "got_memory": _mean([o.got_memory for o in outcomes]),
+        "with_memory": sum(o.got_memory for o in outcomes),
+        "tokens_with_memory": _mean([o.reply.tokens for o in outcomes if o.got_memory]),
+        "sections": dict(Counter(o.reply.section for o in outcomes).most_common()),
+        "deadline_misses": sum(o.reply.section == "error" for o in outcomes),
+    }
+
+
+def _dump(out: TextIO, dataset: str, mode: str, o: Outcome, why: str | None) -> None:
     record = {
+        "why_wrong": why,
         "dataset": dataset, "mode": mode, "agent": o.probe.agent_id, "group": o.probe.group,
+        "generic": o.probe.generic,
         "question": o.probe.question, "answer": o.probe.answer, "section": o.reply.section,
         "tokens": o.reply.tokens, "items": o.reply.items, "evidence_found": o.found(),
         "block": o.reply.block,
@@ -414,8 +321,9 @@ COLUMNS = (  # key, heading (METHOD explains each), format
     ("tokens_all", "tokens (all)", "{:.0f}"),
     ("deadline_misses", "misses", "{:d}"),
 )
-GENERIC_HEADER = ("store", "mode", "agent", "prompts", "got memory", "tokens (got)",
-                  "X-Memory-Section", "misses")
+GENERIC_HEADER = ("store", "mode", "agent", "kind [split]", "prompts", "got memory",
+                  "tokens (got)", "X-Memory-Section", "misses")
+REASON_HEADER = ("store", "mode", "verdict", "split", "reason", "count")
 
 
 def markdown_table(header: Sequence[str], body: Sequence[Sequence[str]]) -> list[str]:
@@ -428,7 +336,7 @@ def rich_table(title: str, header: Sequence[str], body: Sequence[Sequence[str]])
     for index, name in enumerate(header):
         table.add_column(name, justify="left" if index == 0 else "right")
     for cells in body:
-        table.add_row(*cells)
+        table.add_row(*(escape(cell) for cell in cells))  # "[held]" is text, not markup
     return table
 
 
@@ -461,11 +369,17 @@ def run_notes(run: Run) -> str:
     return notes
 
 
-def generic_cells(run: Run) -> list[str]:
-    g = run.generic or {}
-    return [run.dataset, MODES[run.mode][0], g["agent"], str(g["prompts"]),
-            f"{g['got_memory']:.3f}", f"{g['tokens_with_memory']:.0f}",
-            ", ".join(f"{k} {v}" for k, v in g["sections"].items()), str(g["deadline_misses"])]
+def generic_cells(run: Run) -> list[list[str]]:
+    return [[run.dataset, MODES[run.mode][0], run.agent, group, str(g["prompts"]),
+             f"{g['got_memory']:.3f}", f"{g['tokens_with_memory']:.0f}",
+             ", ".join(f"{k} {v}" for k, v in g["sections"].items()), str(g["deadline_misses"])]
+            for group, g in run.generic.items()]
+
+
+def reason_cells(run: Run) -> list[list[str]]:
+    return [[run.dataset, MODES[run.mode][0], verdict, split, reason, str(count)]
+            for (verdict, split, reason), count in sorted(
+                run.reasons.items(), key=lambda item: (item[0][0], item[0][1], -item[1]))]
 
 
 def render(runs: Sequence[Run], console: Console) -> list[str]:
@@ -481,11 +395,16 @@ def render(runs: Sequence[Run], console: Console) -> list[str]:
         console.print(run_notes(run), "")
         lines += ["", f"### {run_title(run)}", "", *markdown_table(header, run_cells(run)),
                   "", run_notes(run)]
-    body = [generic_cells(r) for r in runs if r.generic is not None]
+    body = [cells for r in runs for cells in generic_cells(r)]
     if body:
-        title = "Generic prompts (the gate's false positives)"
+        title = "Generic prompts (the gate's false positives), by kind and split"
         console.print(rich_table(title, GENERIC_HEADER, body))
         lines += ["", f"### {title}", "", *markdown_table(GENERIC_HEADER, body)]
+    body = [cells for r in runs for cells in reason_cells(r)]
+    if body:
+        title = "Why the gate missed a question or fired on a generic prompt (its own reason)"
+        console.print(rich_table(title, REASON_HEADER, body))
+        lines += ["", f"### {title}", "", *markdown_table(REASON_HEADER, body)]
     return lines
 
 
@@ -530,13 +449,12 @@ def parse_setting(text: str) -> tuple[str, str]:
 
 
 def plans(datasets: Sequence[str], limit: int | None, console: Console) -> list[Plan]:
-    """What to ingest and ask per store; data files that are absent are skipped, saying so."""
-    generic: list[str] = []
-    if "generic" in datasets:
-        if VICUNA_PATH.is_file():
-            generic = vicuna_prompts()
-        else:
-            console.print(f"generic prompts not found at {VICUNA_PATH}; skipping them.")
+    """What to ingest and ask per store; data files that are absent are skipped, saying so.
+    The generic prompts are asked of the first agent of LongMemEval's and LoCoMo's stores
+    (an agent with a big memory)."""
+    generic = generic_probes() if "generic" in datasets else []
+    if "generic" in datasets and not VICUNA_PATH.is_file():
+        console.print(f"generic prompts not found at {VICUNA_PATH}; skipping Vicuna's.")
     today = datetime.now(UTC).date()
     out = []
     for name, module in (("longmemeval", longmemeval), ("locomo", locomo)):
@@ -546,15 +464,21 @@ def plans(datasets: Sequence[str], limit: int | None, console: Console) -> list[
         if not module.available():
             console.print(module.unavailable_message())
             continue
-        if name == "longmemeval":
-            histories, probes = longmemeval_data(limited(longmemeval.load(), limit), today)
-            order: Sequence[str] = longmemeval.QUESTION_TYPES
-        else:
-            histories, probes = locomo_data(locomo.load(), limit, today)
-            order = [category_name(c) for c in locomo.RETRIEVAL_CATEGORIES]
+        build = longmemeval_plan if name == "longmemeval" else locomo_plan
+        plan = build(limit, today, generic)
         if not wanted:  # for the generic prompts alone, one history is enough
-            histories, probes = histories[:1], []
-        out.append(Plan(name, histories, probes, generic, order))
+            plan = Plan(plan.dataset, plan.histories[:1],
+                        [p for p in plan.probes if p.generic], plan.order)
+        out.append(plan)
+    if "oracle" in datasets:
+        if oracle_available():
+            out.append(oracle_plan(limit, today))
+        else:
+            console.print("LongMemEval's oracle questions not found; skipping them.")
+    if "personal" in datasets:
+        out.append(personal_plan(today))
+    if "multilingual" in datasets:
+        out.append(multilingual_plan(today))
     return out
 
 
@@ -563,7 +487,8 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--datasets", nargs="+", choices=DATASETS, default=list(DATASETS))
     parser.add_argument("--modes", nargs="+", choices=list(MODES), default=list(MODES))
     parser.add_argument("--limit", type=int, default=None,
-                        help="questions per type (LongMemEval) and category (LoCoMo)")
+                        help="questions per type (LongMemEval, its oracle questions) and "
+                             "category (LoCoMo)")
     parser.add_argument("--setting", action="append", type=parse_setting, default=[],
                         metavar="NAME=VALUE",
                         help="a proxy setting, e.g. relevance_gate_mode=off (repeatable)")
@@ -620,8 +545,11 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
         "summary": [{"dataset": r.dataset, "mode": r.mode, **r.rows["overall"]}
                     for r in runs if r.rows],
         "by_type": {f"{r.dataset} / {r.mode}": r.rows for r in runs if r.rows},
-        "generic": [{"dataset": r.dataset, "mode": r.mode, **(r.generic or {})}
-                    for r in runs if r.generic is not None],
+        "generic": [{"dataset": r.dataset, "mode": r.mode, "group": group, **g}
+                    for r in runs for group, g in r.generic.items()],
+        "reasons": [{"dataset": r.dataset, "mode": r.mode, "verdict": v, "split": sp,
+                     "reason": why, "count": n} for r in runs
+                    for (v, sp, why), n in r.reasons.items()],
         "runs": [{"dataset": r.dataset, "mode": r.mode, "turns": r.turns,
                   "ingest_s": r.ingest_seconds, "embedding_wait_s": r.embedding_wait_seconds,
                   "ask_s": r.ask_seconds,

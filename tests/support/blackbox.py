@@ -113,6 +113,13 @@ def health(url: str) -> dict[str, Any]:
     return memory if isinstance(memory, dict) else {}
 
 
+def preview(url: str, agent_id: str, question: str) -> dict[str, Any]:
+    """POST /memory/preview for one user message: the gate's decision and its reason."""
+    body = {"agent_id": agent_id, "messages": [{"role": "user", "content": question}]}
+    answer = httpx.post(url + "/memory/preview", json=body, timeout=60).json()
+    return answer if isinstance(answer, dict) else {}
+
+
 def wait_for_embeddings(url: str) -> dict[str, Any]:
     """Wait until the background embedder has caught up, as a user coming back later finds
     the store: every stored item embedded, or no progress for EMBEDDING_STALL_SECONDS.

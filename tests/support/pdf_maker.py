@@ -4,7 +4,7 @@ an optional title in its metadata. pypdf's writer adds pages but not text; a han
 file keeps the tests free of a PDF generator.
 
 `page_bomb` makes a hostile one: many pages sharing one compressed content stream, each
-page a long text, the whole file a dozen kilobytes."""
+page a long text, the whole file some fifteen kilobytes."""
 
 from __future__ import annotations
 
@@ -28,17 +28,19 @@ def _content(lines: list[str]) -> bytes:
 
 def page_bomb(pages: int = 80, lines: int = 20_000) -> bytes:
     """A PDF of `pages` pages that all show one Flate-compressed content stream of `lines`
-    lines: about 13 KB, and the same long text to extract from every page."""
+    lines: about 15 KB, and the same long text to extract from every page."""
     stream = zlib.compress(_content(["All work and no play makes a dull PDF."] * lines), 9)
     content = b"<< /Length %d /Filter /FlateDecode >>\nstream\n%s\nendstream" % (
         len(stream), stream)
     return make_pdf([[]] * pages, shared_content=content)
 
 
-def make_pdf(pages: list[list[str]], title: str | None = None, *,
-             shared_content: bytes | None = None, padding: int = 0) -> bytes:
-    """The PDF's bytes (`shared_content`: one content stream object every page shows;
-    `padding`: a comment of that many bytes, for a large file of little text)."""
+def make_pdf(pages: list[list[str]], title: str | None = None,
+             bookmark: str | None = None, *, shared_content: bytes | None = None,
+             padding: int = 0) -> bytes:
+    """The PDF's bytes; `bookmark` adds an outline of one entry (to the first page),
+    `shared_content` is one content stream object every page shows, `padding` a comment of
+    that many bytes (a large file of little text)."""
     objects: list[bytes] = [b"", b""]  # the catalog and the page tree, filled in last
     catalog, tree = 1, 2
     objects.append(FONT)
@@ -54,7 +56,16 @@ def make_pdf(pages: list[list[str]], title: str | None = None, *,
             objects.append(b"<< /Length %d >>\nstream\n%s\nendstream" % (len(stream), stream))
         objects.append(PAGE % (tree, shared or len(objects), font))
         kids.append(len(objects))
-    objects[catalog - 1] = b"<< /Type /Catalog /Pages %d 0 R >>" % tree
+    outline = b""
+    if bookmark:
+        objects.append(b"")  # the outline's root, filled in once its entry has a number
+        root = len(objects)
+        objects.append(b"<< /Title (%s) /Parent %d 0 R /Dest [%d 0 R /Fit] >>"
+                       % (_escaped(bookmark).encode("latin-1"), root, kids[0]))
+        objects[root - 1] = (b"<< /Type /Outlines /First %d 0 R /Last %d 0 R /Count 1 >>"
+                             % (len(objects), len(objects)))
+        outline = b" /Outlines %d 0 R" % root
+    objects[catalog - 1] = b"<< /Type /Catalog /Pages %d 0 R%s >>" % (tree, outline)
     references = b" ".join(b"%d 0 R" % kid for kid in kids)
     objects[tree - 1] = b"<< /Type /Pages /Kids [%s] /Count %d >>" % (references, len(kids))
     info = None

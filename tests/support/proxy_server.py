@@ -4,6 +4,7 @@ its own process (for what only a process shows: a kill -9, its resident memory).
 from __future__ import annotations
 
 import asyncio
+import os
 import subprocess
 import sys
 import threading
@@ -82,10 +83,11 @@ class ProxyServer:
 
 def serve_process(
     port: int, upstream: str, data_dir: Path, log: Path, *options: str,
-    embedding_backend: str = "hashing",
+    embedding_backend: str = "hashing", env: dict[str, str] | None = None,
 ) -> subprocess.Popen[bytes]:
     """`mnemoproxy serve` in a process of its own on `port`, once its /health answers;
-    its output goes to `log`. The caller terminates it."""
+    its output goes to `log`, `env` is added to its environment. The caller terminates
+    it."""
     args = [sys.executable, "-m", "mnemoproxy.proxy.cli.main", "serve", "--port", str(port),
             "--data-dir", str(data_dir), "--upstream-url", upstream, "--log-level", "warning",
             "--embedding-backend", embedding_backend, *options]
@@ -93,7 +95,8 @@ def serve_process(
     if store_url and "--store-url" not in options:
         args += ["--store-url", store_url]
     with log.open("ab") as out:
-        proc = subprocess.Popen(args, cwd=data_dir, stdout=out, stderr=subprocess.STDOUT)
+        proc = subprocess.Popen(args, cwd=data_dir, stdout=out, stderr=subprocess.STDOUT,
+                                env={**os.environ, **(env or {})})
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
         try:

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from mnemoproxy.memory.store import Store, postgres
+from mnemoproxy.memory.store.cipher import with_text_functions
 from tests.support.backends import store_url_for
 
 DB_FILE = "memory.db"
@@ -32,7 +33,8 @@ def raw(where: Store | Path | str) -> Iterator[Any]:
         with closing(postgres.Connection.open(url, writer=True)) as conn:
             yield conn
         return
-    with closing(sqlite3.connect(file, isolation_level=None, timeout=30)) as conn:
+    with closing(with_text_functions(
+            sqlite3.connect(file, isolation_level=None, timeout=30))) as conn:
         yield conn
 
 

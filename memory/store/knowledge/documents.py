@@ -11,6 +11,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from mnemoproxy.memory.models import Change
 from mnemoproxy.memory.store.conversations.sessions import upsert_agent
 from mnemoproxy.memory.store.db import Database, require_agent
 
@@ -58,19 +59,38 @@ class DocumentQueries(Database):
         media_type: str,
         size_bytes: int,
         chunks: Sequence[ChunkRow],
+        content_hash: str = "",
         at: float | None = None,
-    ) -> int:
+    ) -> tuple[int, Change]:
         """Store a document and its chunks in one transaction (the agent is created when
-        new); returns the document's id. The chunks are queued for vectors."""
+        new); returns the document's id and what happened. A document the agent already
+        holds with the same `content_hash` is kept as it is ("unchanged"); one from the
+        same `source` (file name) with other content is replaced ("updated"), chunks,
+        search entries and vectors included. The chunks are queued for vectors."""
         require_agent(agent_id)
         stored_at = time.time() if at is None else at
 
-        def write(db: sqlite3.Connection) -> int:
+        def write(db: sqlite3.Connection) -> tuple[int, Change]:
+            if content_hash:
+                same = db.execute(
+                    "SELECT id FROM documents WHERE agent_id = ? AND content_hash = ? "
+                    "ORDER BY id LIMIT 1", (agent_id, content_hash)).fetchone()
+                if same is not None:
+                    return int(same[0]), "unchanged"
+            change: Change = "new"
+            if source:
+                for (older,) in db.execute(
+                        "SELECT id FROM documents WHERE agent_id = ? AND source = ?",
+                        (agent_id, source)).fetchall():
+                    delete_document_rows(db, agent_id, older)
+                    change = "updated"
             upsert_agent(db, agent_id, stored_at)
             cursor = db.execute(
                 "INSERT INTO documents (agent_id, title, source, media_type, size_bytes, "
-                "chunk_count, created_at) VALUES (?, ?, ?, ?, ?, ?, ?) RETURNING id",
-                (agent_id, title, source, media_type, size_bytes, len(chunks), stored_at),
+                "chunk_count, created_at, content_hash) VALUES (?, ?, ?, ?, ?, ?, ?, ?) "
+                "RETURNING id",
+                (agent_id, title, source, media_type, size_bytes, len(chunks), stored_at,
+                 content_hash),
             )
             document_id = int(cursor.fetchone()[0])
             db.executemany(
@@ -79,11 +99,21 @@ class DocumentQueries(Database):
                 [(agent_id, document_id, position, title, heading, page, text, stored_at)
                  for position, heading, page, text in chunks],
             )
-            return document_id
+            return document_id, change
 
-        document_id = await self._write_in_one_hop(write)
-        self.content_changed.set()
-        return int(document_id)
+        document_id, change = await self._write_in_one_hop(write)
+        if change != "unchanged":
+            self.content_changed.set()
+        return int(document_id), change
+
+    async def document_with_content(
+        self, agent_id: str, content_hash: str
+    ) -> StoredDocument | None:
+        """The agent's document read from these very bytes, if it holds one."""
+        row = await self._fetchone(
+            "SELECT * FROM documents WHERE agent_id = ? AND content_hash = ? ORDER BY id "
+            "LIMIT 1", (require_agent(agent_id), content_hash))
+        return None if row is None else StoredDocument.from_row(row)
 
     async def documents_page(
         self, agent_id: str, *, limit: int, after_id: int = 0
@@ -121,20 +151,24 @@ class DocumentQueries(Database):
         """Delete a document for good: its chunks, their FTS entries, vectors and queue
         entries (the chunks' triggers). Returns how many chunks went; None: no such one."""
         require_agent(agent_id)
-        async with self._write() as db:
-            cursor = await db.execute(
-                "SELECT 1 FROM documents WHERE agent_id = ? AND id = ?", (agent_id, document_id))
-            if await cursor.fetchone() is None:
-                return None
-            cursor = await db.execute(
-                "DELETE FROM document_chunks WHERE agent_id = ? AND document_id = ?",
-                (agent_id, document_id))
-            deleted = max(cursor.rowcount, 0)
-            await db.execute("DELETE FROM documents WHERE agent_id = ? AND id = ?",
-                             (agent_id, document_id))
-        return deleted
+        return await self._write_in_one_hop(
+            lambda db: delete_document_rows(db, agent_id, document_id))
 
     async def has_documents(self, agent_id: str) -> bool:
         row = await self._fetchone(
             "SELECT 1 FROM documents WHERE agent_id = ? LIMIT 1", (require_agent(agent_id),))
         return row is not None
+
+
+def delete_document_rows(db: sqlite3.Connection, agent_id: str, document_id: int) -> int | None:
+    """The document's chunks (their triggers take FTS entries and vectors) and its row;
+    how many chunks went, None when the agent has no such document."""
+    found = db.execute("SELECT 1 FROM documents WHERE agent_id = ? AND id = ?",
+                       (agent_id, document_id)).fetchone()
+    if found is None:
+        return None
+    cursor = db.execute("DELETE FROM document_chunks WHERE agent_id = ? AND document_id = ?",
+                        (agent_id, document_id))
+    deleted = max(cursor.rowcount, 0)
+    db.execute("DELETE FROM documents WHERE agent_id = ? AND id = ?", (agent_id, document_id))
+    return deleted

@@ -135,6 +135,36 @@ class RetrievalQueries(Database):
 
         return await self._read(read)
 
+    async def term_counts(
+        self, agent_id: str, terms: Sequence[str], cap: int
+    ) -> tuple[dict[str, int], int]:
+        """How many of the agent's searchable items (messages, facts, episodes, document
+        chunks) hold each of `terms`, counted no further than `cap` per item type, and how
+        many items the agent has: how rare each word is in this agent's memory."""
+        require_agent(agent_id)
+        if not terms:
+            return {}, 0
+
+        def read(conn: sqlite3.Connection) -> tuple[dict[str, int], int]:
+            counts = dict.fromkeys(terms, 0)
+            items = 0
+            for item_type in ITEM_TYPES:
+                fts, table, _, _ = _FTS[item_type]
+                own, _ = self._agent_rows(conn, agent_id, item_type)
+                if not own:
+                    continue
+                items += own
+                if self.dialect == "postgres":
+                    found = pg_search.capped_counts(conn, table, agent_id, terms, cap)
+                else:
+                    mine = f'agent : "{agent_token(agent_id)}" AND '
+                    found = _capped_counts(conn, fts, [mine + quoted(t) for t in terms], cap)
+                for term, count in zip(terms, found, strict=True):
+                    counts[term] += count
+            return counts, items
+
+        return await self._read(read)
+
     def _agent_rows(
         self, conn: sqlite3.Connection, agent_id: str, item_type: ItemType
     ) -> tuple[int, int]:

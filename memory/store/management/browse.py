@@ -8,7 +8,26 @@ from typing import Any
 
 from mnemoproxy.memory.store.conversations.sessions import upsert_agent
 from mnemoproxy.memory.store.db import Database, require_agent
-from mnemoproxy.memory.store.records import Episode
+from mnemoproxy.memory.store.records import Episode, Fact
+
+# A session as listed: its key, title (an imported conversation's), times, message count
+# and the start of its first user message, which names it where it has no title.
+FIRST_LINE_CHARS = 200
+_SESSION_SELECT = (
+    "SELECT s.id, s.session_key, s.title, s.started_at, s.last_turn_at, s.distilled_at, "
+    "(SELECT COUNT(*) FROM transcript t WHERE t.agent_id = s.agent_id "
+    " AND t.session_id = s.id), "
+    f"(SELECT substr(t.content, 1, {FIRST_LINE_CHARS}) FROM transcript t "
+    " WHERE t.agent_id = s.agent_id AND t.session_id = s.id AND t.role = 'user' "
+    " ORDER BY t.turn_index LIMIT 1) "
+    "FROM sessions s "
+)
+
+
+def _session_of(row: Any) -> dict[str, Any]:
+    return {"id": row[0], "conversation_id": row[1], "title": row[2], "started_at": row[3],
+            "last_turn_at": row[4], "distilled_at": row[5], "messages": row[6],
+            "first_message": row[7] or ""}
 
 
 class BrowseQueries(Database):
@@ -17,14 +36,64 @@ class BrowseQueries(Database):
     ) -> list[dict[str, Any]]:
         """The agent's sessions in the order they began, from after `after_id`."""
         rows = await self._fetchall(
-            "SELECT s.id, s.session_key, s.started_at, s.last_turn_at, s.distilled_at, "
-            "(SELECT COUNT(*) FROM transcript t WHERE t.agent_id = s.agent_id "
-            " AND t.session_id = s.id) FROM sessions s WHERE s.agent_id = ? AND s.id > ? "
-            "ORDER BY s.id LIMIT ?",
+            _SESSION_SELECT + "WHERE s.agent_id = ? AND s.id > ? ORDER BY s.id LIMIT ?",
             (require_agent(agent_id), after_id, limit),
         )
-        return [{"id": r[0], "conversation_id": r[1], "started_at": r[2],
-                 "last_turn_at": r[3], "distilled_at": r[4], "messages": r[5]} for r in rows]
+        return [_session_of(r) for r in rows]
+
+    async def agent_counts(self, agent_id: str) -> dict[str, int]:
+        """How much of each the agent holds: current identity and pinned facts, live
+        episodes, sessions, messages, documents, procedures."""
+        require_agent(agent_id)
+        current = "valid_to IS NULL AND deleted_at IS NULL"
+        row = await self._fetchone(
+            f"SELECT (SELECT COUNT(*) FROM facts WHERE agent_id = ? AND kind = 'identity' "
+            f"AND {current}), (SELECT COUNT(*) FROM facts WHERE agent_id = ? "
+            f"AND kind = 'pinned' AND {current}), "
+            "(SELECT COUNT(*) FROM episodes WHERE agent_id = ? AND deleted_at IS NULL), "
+            "(SELECT COUNT(*) FROM sessions WHERE agent_id = ?), "
+            "(SELECT COUNT(*) FROM transcript WHERE agent_id = ?), "
+            "(SELECT COUNT(*) FROM documents WHERE agent_id = ?), "
+            "(SELECT COUNT(*) FROM procedures WHERE agent_id = ?)", (agent_id,) * 7)
+        assert row is not None
+        names = ("identity", "pinned", "episodes", "sessions", "messages", "documents",
+                 "procedures")
+        return dict(zip(names, (int(n) for n in row), strict=True))
+
+    async def session_summary(self, agent_id: str, session_id: int) -> dict[str, Any] | None:
+        """One session as `sessions_page` lists it; None when the agent has no such one."""
+        row = await self._fetchone(
+            _SESSION_SELECT + "WHERE s.agent_id = ? AND s.id = ?",
+            (require_agent(agent_id), session_id))
+        return None if row is None else _session_of(row)
+
+    async def name_session(self, agent_id: str, session_id: int, title: str) -> None:
+        """Give a session the title its source calls it by (an imported conversation's)."""
+        require_agent(agent_id)
+
+        def write(db: Any) -> None:
+            db.execute("UPDATE sessions SET title = ? WHERE agent_id = ? AND id = ?",
+                       (title, agent_id, session_id))
+
+        await self._write_in_one_hop(write)
+
+    async def distilled_from_session(
+        self, agent_id: str, session_id: int
+    ) -> tuple[list[Episode], list[Fact]]:
+        """What memory drew from one session: its live episodes, and the facts (current or
+        superseded, not deleted) whose source it is."""
+        require_agent(agent_id)
+
+        def read(conn: Any) -> tuple[list[Episode], list[Fact]]:
+            episodes = conn.execute(
+                "SELECT * FROM episodes WHERE agent_id = ? AND session_id = ? "
+                "AND deleted_at IS NULL ORDER BY id", (agent_id, session_id)).fetchall()
+            facts = conn.execute(
+                "SELECT * FROM facts WHERE agent_id = ? AND source_session_id = ? "
+                "AND deleted_at IS NULL ORDER BY id", (agent_id, session_id)).fetchall()
+            return [Episode.from_row(e) for e in episodes], [Fact.from_row(f) for f in facts]
+
+        return await self._read(read)
 
     async def episodes_page(
         self, agent_id: str, *, limit: int, after_id: int = 0

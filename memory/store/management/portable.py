@@ -31,7 +31,8 @@ _EPISODE_COLUMNS = ("summary", "topics_json", "entities_json", "decisions_json",
                     "action_items_json", "salience", "started_at", "ended_at", "created_at",
                     "use_count", "last_used", "deleted_at")
 _ENTITY_COLUMNS = ("name", "mention_count", "first_seen", "last_seen")
-_DOCUMENT_COLUMNS = ("title", "source", "media_type", "size_bytes", "created_at")
+_DOCUMENT_COLUMNS = ("title", "source", "media_type", "size_bytes", "created_at",
+                     "content_hash")
 _CHUNK_COLUMNS = ("position", "title", "heading", "page", "content", "created_at")
 _PROCEDURE_COLUMNS = ("name", "applies_when", "steps_json", "created_at", "updated_at")
 
@@ -51,7 +52,8 @@ class PortableQueries(Database):
                 {"type": "agent", "created_at": agent[0], "last_active": agent[1]}]
             keys: dict[int, str] = {}
             for s in conn.execute(
-                "SELECT id, session_key, started_at, last_turn_at, distilled_at FROM sessions "
+                "SELECT id, session_key, started_at, last_turn_at, distilled_at, title "
+                "FROM sessions "
                 "WHERE agent_id = ? ORDER BY id", (agent_id,)
             ).fetchall():
                 keys[s[0]] = s[1]
@@ -61,7 +63,7 @@ class PortableQueries(Database):
                         "SELECT turn_index, role, content, at FROM transcript WHERE agent_id = ? "
                         "AND session_id = ? ORDER BY turn_index, role DESC", (agent_id, s[0]))
                 ]
-                out.append({"type": "session", "key": s[1], "started_at": s[2],
+                out.append({"type": "session", "key": s[1], "title": s[5], "started_at": s[2],
                             "last_turn_at": s[3], "distilled_at": s[4], "messages": messages})
             facts = conn.execute(
                 f"SELECT id, superseded_by, source_session_id, {', '.join(_FACT_COLUMNS)} "
@@ -134,10 +136,10 @@ class PortableQueries(Database):
                 for s in by_type.get("session", []):
                     cursor = await db.execute(
                         "INSERT INTO sessions (agent_id, session_key, started_at, last_turn_at, "
-                        "distilled_at) VALUES (?, ?, ?, ?, ?) ON CONFLICT (agent_id, "
+                        "distilled_at, title) VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (agent_id, "
                         "session_key) DO NOTHING RETURNING id",
                         (agent_id, s["key"], s["started_at"], s.get("last_turn_at"),
-                         s.get("distilled_at")))
+                         s.get("distilled_at"), s["title"]))
                     row = await cursor.fetchone()
                     if row is None:
                         cursor = await db.execute(
@@ -250,7 +252,8 @@ _EARLIEST, _LATEST = -2_208_988_800, 32_503_680_000
 _MAX_INT = 2**63 - 1
 _FIELDS: dict[str, dict[str, tuple[str, bool, Any]]] = {
     "agent": {"created_at": ("time", False, None), "last_active": ("time", False, None)},
-    "session": {"key": ("key", True, None), "started_at": ("time", True, None),
+    "session": {"key": ("key", True, None), "title": ("text", False, ""),
+                "started_at": ("time", True, None),
                 "last_turn_at": ("time", False, None), "distilled_at": ("time", False, None),
                 "messages": ("messages", False, [])},
     "message": {"turn_index": ("count", True, None), "role": ("role", True, None),
@@ -275,7 +278,8 @@ _FIELDS: dict[str, dict[str, tuple[str, bool, Any]]] = {
                "first_seen": ("time", True, None), "last_seen": ("time", True, None)},
     "document": {"title": ("key", True, None), "source": ("text", False, ""),
                  "media_type": ("key", True, None), "size_bytes": ("count", False, 0),
-                 "created_at": ("time", True, None), "chunks": ("chunks", True, None)},
+                 "created_at": ("time", True, None), "chunks": ("chunks", True, None),
+                 "content_hash": ("text", False, "")},
     "chunk": {"position": ("count", True, None), "title": ("text", False, ""),
               "heading": ("text", False, ""), "page": ("count", False, None),
               "content": ("key", True, None), "created_at": ("time", True, None)},

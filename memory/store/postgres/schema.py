@@ -9,7 +9,8 @@ index; SQLite's trigger bodies become trigger functions. Steps are recorded in
 
 from __future__ import annotations
 
-from mnemoproxy.memory.store.schema import Migration
+from mnemoproxy.memory.store.schema import IMPORT_IDENTITY, Migration
+from mnemoproxy.memory.text.segments import UNSPACED_CLASS
 
 # The text search configuration: English stemming, as SQLite's porter tokenizer.
 # The GIN indexes over it are written through on every insert (fastupdate off): with
@@ -306,6 +307,36 @@ CREATE TRIGGER embeddings_unversioned AFTER DELETE ON embeddings
 """
 )
 
+# Unspaced scripts indexed one character a token, as SQLite's mnemo_spaced does
+# (memory/text/segments.py): the tsvector of every searchable table is generated from
+# its text with a space on each side of every such character.
+_SPACED_COLUMNS = {
+    "transcript": ("content",),
+    "facts": ("content",),
+    "episodes": ("summary", "topics_json", "entities_json"),
+    "document_chunks": ("content", "heading", "title"),
+    "procedures": ("name", "applies_when", "steps_json"),
+}
+
+
+def _respaced(table: str, columns: tuple[str, ...]) -> str:
+    text = " || ' ' || ".join(f"mnemo_spaced(coalesce({c}, ''))" for c in columns)
+    return f"""
+DROP INDEX {table}_fts;
+ALTER TABLE {table} DROP COLUMN fts;
+ALTER TABLE {table} ADD COLUMN fts tsvector GENERATED ALWAYS AS
+    (to_tsvector('{TEXT_SEARCH_CONFIG}'::regconfig, {text})) STORED;
+CREATE INDEX {table}_fts ON {table} USING gin (fts) WITH (fastupdate = off);
+"""
+
+
+_P005_UNSPACED_SCRIPTS = f"""
+CREATE FUNCTION mnemo_spaced(text) RETURNS text LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
+    SELECT regexp_replace($1, '([{UNSPACED_CLASS}])', ' \\1 ', 'g')
+$$;
+""" + "".join(_respaced(table, columns) for table, columns in _SPACED_COLUMNS.items())
+
+
 PG_MIGRATIONS: tuple[Migration, ...] = (
     ("p001_tables", _P001_TABLES),
     ("p002_triggers", _P002_TRIGGERS),
@@ -318,6 +349,10 @@ CREATE TABLE distillation_claims (
     until DOUBLE PRECISION NOT NULL
 );
 """),
+    # A session's title and a document's content hash (schema.py, m014).
+    ("p004_import_identity", IMPORT_IDENTITY),
+    # Chinese, Japanese, Korean and Thai found by their words (memory/text/segments.py).
+    ("p005_unspaced_scripts", _P005_UNSPACED_SCRIPTS),
 )
 
 # The conflict target of each table SQLite's INSERT OR REPLACE writes (its primary key).

@@ -25,8 +25,9 @@ _NORMALISATION = 1 | 32
 
 
 def term_query(placeholder: str = "?") -> str:
-    """The tsquery of one term (a word, stemmed as the documents are)."""
-    return f"plainto_tsquery('{TEXT_SEARCH_CONFIG}', {placeholder})"
+    """The tsquery of one term (a word, stemmed as the documents are; or two characters
+    of an unspaced script, side by side)."""
+    return f"phraseto_tsquery('{TEXT_SEARCH_CONFIG}', {placeholder})"
 
 
 def any_term(count: int) -> str:
@@ -39,7 +40,7 @@ def every_term(count: int) -> str:
     return "(" + " && ".join([term_query()] * count) + ")"
 
 
-def _capped_counts(
+def capped_counts(
     conn: Any, table: str, agent_id: str, terms: Sequence[str], cap: int
 ) -> list[int]:
     counter = (f"(SELECT COUNT(*) FROM (SELECT 1 FROM {table} WHERE agent_id = ? "
@@ -66,7 +67,7 @@ def ranking(
 ) -> list[tuple[int, float]]:
     """(id, score; higher is better) of the agent's best `limit` visible rows of `table`
     matching any of `terms` (`agent_rows`: how many rows the agent has there, for IDF)."""
-    counts = _capped_counts(conn, table, agent_id, terms, match_budget + 1)
+    counts = capped_counts(conn, table, agent_id, terms, match_budget + 1)
     chosen = affordable_terms(terms, counts, match_budget)
     if not chosen:
         return []

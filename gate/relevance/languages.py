@@ -1,0 +1,160 @@
+"""The gate's cues beyond English: a small lexicon per language of the words that show a
+message's shape (the user speaking of themselves, a question, a task, a pointer back at
+what was said), read without a parser. English has the full pattern set (cues.py,
+personal.py); other languages decide on these shapes and on what memory holds.
+
+Languages written with spaces are read word by word (French elisions: "j'ai" is "j" and
+"ai"); the unspaced ones (Chinese, Japanese) by the presence of their markers in the
+text; Korean word by word, its pronouns with their particles, its question words by the
+start of a word.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from mnemoproxy.gate.relevance.cues import word_set
+
+
+@dataclass(frozen=True)
+class Lexicon:
+    first_person: frozenset[str]  # I, me, my, we, our in their forms
+    questions: frozenset[str]  # question words
+    tasks: frozenset[str]  # imperatives that open a task ("write", "translate", ...)
+    recall: frozenset[str]  # pointing back: "remember", "I told you", "I said"
+    reading: str = "words"  # "words", "markers" (unspaced) or "prefixes" (Korean)
+
+
+LEXICONS: dict[str, Lexicon] = {
+    "de": Lexicon(
+        word_set("ich mich mir mein meine meinen meinem meiner meines wir uns unser unsere "
+                 "unseren unserem unserer"),
+        word_set("wer wen wem wessen was wann wo wohin woher wie warum wieso weshalb welche "
+                 "welcher welches welchen welchem wieviel wieviele"),
+        word_set("schreib schreibe übersetze übersetz erkläre erklär fasse formuliere "
+                 "korrigiere verfasse erstelle nenne beschreibe stell"),
+        word_set("erinnerst erinnern erinnere erzählt gesagt erwähnt weißt"),
+    ),
+    "es": Lexicon(
+        word_set("yo me mi mis mío mía míos mías conmigo nosotros nosotras nos nuestro "
+                 "nuestra nuestros nuestras tengo"),
+        word_set("qué que quién quiénes cuándo dónde cómo cuál cuáles cuánto cuánta cuántos "
+                 "cuántas"),
+        word_set("escribe escríbeme traduce tradúceme explica explícame resume redacta "
+                 "corrige describe imagina haz"),
+        word_set("recuerdas acuerdas dije conté comenté mencioné sabes"),
+    ),
+    "fr": Lexicon(
+        word_set("je j me m moi mon ma mes nous notre nos"),
+        word_set("que qu quoi qui quand où comment quel quelle quels quelles combien "
+                 "pourquoi"),
+        word_set("écris écrivez traduis traduisez explique expliquez résume résumez rédige "
+                 "rédigez corrige corrigez décris imagine fais"),
+        word_set("souviens rappelles rappelez dit raconté mentionné sais"),
+    ),
+    "pt": Lexicon(
+        word_set("eu me mim meu minha meus minhas comigo nós nosso nossa nossos nossas "
+                 "tenho"),
+        word_set("que quê quem quando onde como qual quais quanto quanta quantos quantas"),
+        word_set("escreva escreve traduza traduz explique explica resuma resume redija "
+                 "corrija descreva imagine faça"),
+        word_set("lembra lembras lembre disse contei falei mencionei sabe"),
+    ),
+    "it": Lexicon(
+        word_set("io mi me mio mia miei mie noi ci nostro nostra nostri nostre"),
+        word_set("che cosa chi quando dove come quale quali quanto quanta quanti quante "
+                 "perché"),
+        word_set("scrivi traduci spiega riassumi correggi descrivi immagina fai"),
+        word_set("ricordi ricorda detto raccontato menzionato sai"),
+    ),
+    "nl": Lexicon(
+        word_set("ik me mij mijn wij we ons onze"),
+        word_set("wie wat wanneer waar hoe waarom welke welk hoeveel"),
+        word_set("schrijf vertaal leg vat corrigeer beschrijf stel"),
+        word_set("herinner herinnert gezegd verteld genoemd weet"),
+    ),
+    "ru": Lexicon(
+        word_set("я меня мне мной мой моя моё мое мои моего моей моих моим моими мы нас нам "
+                 "нами наш наша наше наши нашего нашей наших"),
+        word_set("что кто кого кому когда где куда откуда как какой какая какое какие "
+                 "каком сколько почему зачем чей чья"),
+        word_set("напиши напишите переведи переведите объясни объясните перескажи "
+                 "сократи составь исправь опиши представь"),
+        word_set("помнишь помните рассказывал рассказывала рассказал рассказала говорил "
+                 "говорила упоминал упоминала знаешь"),
+    ),
+    "zh": Lexicon(
+        frozenset({"我", "咱"}),
+        frozenset({"什么", "啥", "谁", "哪", "几", "多少", "怎么", "为什么", "吗", "呢",
+                   "来着", "是不是"}),
+        frozenset({"翻译", "写一", "写个", "帮我写", "解释", "总结", "改写", "润色", "扮演",
+                   "假装", "讲讲", "介绍一下", "科普"}),
+        frozenset({"记得", "说过", "告诉过", "提过", "讲过"}),
+        reading="markers",
+    ),
+    "ja": Lexicon(
+        frozenset({"私", "わたし", "僕", "ぼく", "俺", "自分", "うち"}),
+        frozenset({"何", "なに", "なん", "誰", "だれ", "どこ", "いつ", "どう", "どれ",
+                   "どの", "いくら", "ですか", "ますか", "っけ", "か？"}),
+        frozenset({"翻訳", "書いて", "説明して", "まとめて", "要約", "訳して", "演じて",
+                   "ふりをして", "教えて", "解説"}),
+        frozenset({"覚えて", "言った", "話した", "伝えた", "教えた"}),
+        reading="markers",
+    ),
+    "ko": Lexicon(
+        word_set("나 나는 나를 나의 나도 나한테 내 내가 내게 저 저는 저를 저의 저도 저한테 "
+                 "제 제가 제게 우리 우리는 우리가 우리를 우리의 우리집"),
+        frozenset({"뭐", "무엇", "무슨", "누구", "누가", "언제", "어디", "어떻게", "왜",
+                   "몇", "며칠", "어느", "얼마", "뭐였", "뭐지", "알려"}),
+        frozenset({"번역", "써줘", "써 줘", "작성", "설명해", "요약", "역할"}),
+        frozenset({"기억", "말했", "얘기했", "말씀드렸", "알려드렸"}),
+        reading="prefixes",
+    ),
+}
+
+_WORD = re.compile(r"[^\W\d_]+")
+# A Korean question word opens its word ("뭐였더라", "며칠이었는지"): the starts looked at.
+KOREAN_WORD_CHARS = 4
+QUESTION_MARKS = ("?", "？", "؟")
+_REQUEST_OBJECT = re.compile("(?:给|帮|替|跟|让|告诉|教|对|私に|僕に)(?:我|私|僕)?")
+
+
+@dataclass(frozen=True)
+class Shape:
+    """What the lexicon finds in a message."""
+
+    first_person: bool
+    question: bool
+    task: bool
+    recall: bool
+
+
+def read_shape(text: str, language: str) -> Shape | None:
+    """The message's shape in `language`, or None for a language without a lexicon."""
+    lexicon = LEXICONS.get(language)
+    if lexicon is None:
+        return None
+    stripped = text.strip()
+    asks = stripped.endswith(QUESTION_MARKS)
+    if lexicon.reading == "markers":
+        found = lambda words: any(word in stripped for word in words)  # noqa: E731
+        # "给我讲讲", "帮我写": the user as the one a request is for, not as its subject.
+        own = _REQUEST_OBJECT.sub("", stripped)
+        return Shape(any(word in own for word in lexicon.first_person),
+                     asks or found(lexicon.questions), found(lexicon.tasks),
+                     found(lexicon.recall))
+    words = [w.lower() for w in _WORD.findall(stripped)]
+    vocabulary = set(words)
+    if lexicon.reading == "prefixes":
+        heads = {w[:n] for w in words for n in range(1, min(len(w), KOREAN_WORD_CHARS) + 1)}
+        return Shape(not vocabulary.isdisjoint(lexicon.first_person),
+                     asks or bool(heads & lexicon.questions),
+                     any(word in stripped for word in lexicon.tasks),
+                     any(word in stripped for word in lexicon.recall))
+    return Shape(
+        first_person=not vocabulary.isdisjoint(lexicon.first_person),
+        question=asks or (bool(words) and words[0] in lexicon.questions),
+        task=bool(words) and words[0] in lexicon.tasks,
+        recall=not vocabulary.isdisjoint(lexicon.recall),
+    )

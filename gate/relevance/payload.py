@@ -1,0 +1,227 @@
+"""What the user says apart from what they hand over: the instruction and its payload.
+
+"Fix the grammar: 'Yesterday me and my brother goes to the market'" speaks of a brother
+and yesterday only inside the sentence to correct; "Here is an email from a client: ...
+Write a polite reply" speaks in the client's first person. Such material (quoted text, a
+block introduced by a colon, a labelled input, a list to classify, code) is something to
+work on, not the user speaking about themselves: the gate reads its cues in the
+instruction alone.
+
+Every rule here reads the text once, left to right, with bounded lookups (no pattern can
+backtrack across lines), so a pasted megabyte costs a linear pass.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from mnemoproxy.gate.relevance.cues import word_set
+
+# Quotation marks of the common scripts, opening -> closing.
+_QUOTES = {'"': '"', "“": "”", "„": "“", "«": "»", "「": "」", "『": "』", "‘": "’", "‹": "›"}
+_OPENING = re.compile("[" + re.escape("".join(_QUOTES)) + "]")
+# A quote shorter than this is a phrase the user is naming ("what does 'ikigai' mean?").
+MIN_QUOTED_CHARS = 25
+# A line that introduces material: ends with a colon (any script's), or is a label such
+# as "Email:" / "Text:" followed by the material on the same line.
+_INTRO_END = re.compile(r"[:：]\s*$")
+_LABEL = re.compile(r"^\s*[^\W\d_][^\s:：]{0,24}(?:\s[^\s:：]{1,24})?\s*[:：]\s+\S")
+# Labels under which users put their own words, not material ("Question: did I ...?").
+OWN_LABELS = frozenset({
+    "question", "q", "note", "notes", "context", "background", "edit", "update", "ps", "fyi",
+    "btw", "me", "user", "request", "task", "goal", "my question", "reminder",
+})
+# Words of an instruction that hands over what follows its colon on the same line
+# ("Summarize this abstract: In this paper we ..."): a task verb, or a pointer at it.
+HANDING_OVER = word_set(
+    """this these following below here here's heres above text sentence paragraph passage
+    abstract email e-mail message review tweet article story poem code snippet translate
+    summarize summarise rewrite correct fix proofread classify label paraphrase shorten
+    improve edit analyze analyse explain reply respond"""
+)
+_WORD = re.compile(r"[\w'’;-]+")
+# Words by which an instruction in a paragraph of its own points at material in another.
+POINTERS = word_set(
+    "this these following below above here here's heres here’s tl;dr tldr attached pasted")
+_PARAGRAPH_BREAK = re.compile(r"\n[ \t]*\n")
+# A same-line colon hands material over when the material is at least this long.
+MIN_INLINE_PAYLOAD_CHARS = 30
+_LIST_ITEM = re.compile(r"^\s*(?:\d{1,3}[.)]|[-*•]|\([a-z0-9]\))\s+\S")
+_FENCE = "```"
+# The last paragraph after the material is the instruction again when it is this short
+# ("Write a polite reply.", "Which of these are positive?").
+MAX_CLOSING_CHARS = 300
+
+
+@dataclass(frozen=True)
+class Request:
+    """A message split into the user's own words and the material they hand over."""
+
+    instruction: str
+    payload: str
+
+    @property
+    def has_payload(self) -> bool:
+        return bool(self.payload.strip())
+
+
+def split_request(text: str) -> Request:
+    """The instruction (the user's own words) and the payload (material to work on)."""
+    own: list[str] = []
+    material: list[str] = []
+    lines = text.split("\n")
+    # From each line on: characters left, and whether a blank line is still to come.
+    left = [0] * (len(lines) + 1)
+    blank_after = [False] * (len(lines) + 1)
+    for number in range(len(lines) - 1, -1, -1):
+        left[number] = left[number + 1] + len(lines[number]) + 1
+        blank_after[number] = blank_after[number + 1] or not lines[number].strip()
+    in_fence = False
+    in_block = False  # inside material a colon introduced
+    introduced = False  # the user's latest own line ended with a colon
+    for number, line in enumerate(lines):
+        stripped = line.strip()
+        if stripped.startswith(_FENCE):
+            in_fence = not in_fence
+            material.append(line)
+            continue
+        if in_fence:
+            material.append(line)
+            continue
+        if in_block:
+            closing = (number > 0 and not lines[number - 1].strip() and bool(stripped)
+                       and left[number] <= MAX_CLOSING_CHARS and not blank_after[number + 1]
+                       and not _LIST_ITEM.match(line) and stripped[:1] not in _QUOTES)
+            if not closing:
+                material.append(line)
+                continue
+            in_block = False
+        if introduced and _LIST_ITEM.match(line):
+            material.append(line)
+            continue
+        handed = _handed_over(line, bool(own) or number + 1 < len(lines))
+        if handed is not None:
+            own.append(handed[0])
+            material.append(handed[1])
+            introduced = False
+            continue
+        said, quoted = _without_quotes(line)
+        said, foreign = _without_foreign_runs(said)
+        own.append(said)
+        material.extend(quoted)
+        material.extend(foreign)
+        if stripped:
+            introduced = bool(_INTRO_END.search(said))
+            in_block = introduced and number + 1 < len(lines)
+    instruction = "\n".join(own).strip()
+    if not instruction:  # all of it handed over: its first line is what there is to read
+        instruction = text.strip().split("\n", 1)[0]
+    request = Request(instruction, "\n".join(material).strip())
+    if not request.has_payload:
+        return _by_paragraphs(text) or request
+    return request
+
+
+def _by_paragraphs(text: str) -> Request | None:
+    """Material in paragraphs of its own: a short first or last paragraph that points at
+    the rest ("tl;dr this please", "Is each of the following a question?") is the
+    instruction, and a paragraph that is one quotation is material wherever it stands."""
+    paragraphs = [p.strip() for p in _PARAGRAPH_BREAK.split(text) if p.strip()]
+    if len(paragraphs) < 2:
+        return None
+    quoted = [_is_quotation(p) for p in paragraphs]
+    for at in (0, len(paragraphs) - 1):
+        candidate = paragraphs[at]
+        if len(candidate) <= MAX_CLOSING_CHARS and not quoted[at] and POINTERS.intersection(
+            w.lower() for w in _WORD.findall(candidate)
+        ):
+            rest = [p for n, p in enumerate(paragraphs) if n != at]
+            return Request(candidate, "\n\n".join(rest))
+    if any(quoted):
+        own = [p for p, q in zip(paragraphs, quoted, strict=True) if not q]
+        material = [p for p, q in zip(paragraphs, quoted, strict=True) if q]
+        return Request("\n\n".join(own), "\n\n".join(material))
+    return None
+
+
+def _is_quotation(paragraph: str) -> bool:
+    closing = _QUOTES.get(paragraph[:1])
+    return closing is not None and paragraph.endswith(closing) and len(paragraph) > 2
+
+
+def _handed_over(line: str, instruction_elsewhere: bool) -> tuple[str, str] | None:
+    """(the user's words, the material) of a line that hands material over after a colon:
+    a label of material ("Email: ...", with the instruction on another line), or an
+    instruction that points at what follows ("Summarize this abstract: ...")."""
+    colons = [at for at in (line.find(":"), line.find("：")) if at >= 0]
+    if not colons:
+        return None
+    cut = min(colons)
+    head, rest = line[: cut + 1], line[cut + 1 :]
+    words = [w.lower() for w in _WORD.findall(head)]
+    if not words or len(rest.strip()) < 1:
+        return None
+    if _LABEL.match(line) and instruction_elsewhere and " ".join(words) not in OWN_LABELS:
+        return head, rest
+    if len(words) <= 12 and len(rest.strip()) >= MIN_INLINE_PAYLOAD_CHARS and (
+        HANDING_OVER.intersection(words)
+    ):
+        return head, rest
+    return None
+
+
+# A run of another script in a line written in the Latin one ("How do you say 我的狗 in
+# English?", "translate this: 今日は…"): material to work on.
+_FOREIGN_RUN = re.compile(
+    r"[\u0400-\u04ff\u0370-\u03ff\u0600-\u06ff\u0590-\u05ff\u0e00-\u0e7f\u0900-\u097f"
+    r"\u3040-\u30ff\u4e00-\u9fff\u3400-\u4dbf\uac00-\ud7af\u3000-\u303f\uff00-\uffef]"
+    r"[^a-zA-Z]*"
+)
+_LATIN_LETTER = re.compile(r"[a-zA-Z]")
+# Letters of another script make a run worth setting aside from this many on.
+MIN_FOREIGN_CHARS = 2
+
+
+def _without_foreign_runs(line: str) -> tuple[str, list[str]]:
+    """A Latin-script line without its runs of other scripts, and those runs."""
+    latin = len(_LATIN_LETTER.findall(line))
+    runs = [m for m in _FOREIGN_RUN.finditer(line) if len(m.group().strip()) >= MIN_FOREIGN_CHARS]
+    foreign = sum(len(m.group()) for m in runs)
+    if not runs or latin <= foreign:  # the line is written in the other script
+        return line, []
+    said, kept_from = [], 0
+    for run in runs:
+        said.append(line[kept_from : run.start()])
+        said.append(" … ")
+        kept_from = run.end()
+    said.append(line[kept_from:])
+    return "".join(said), [run.group() for run in runs]
+
+
+def _without_quotes(line: str) -> tuple[str, list[str]]:
+    """`line` with its long quotations cut out, and those quotations."""
+    said: list[str] = []
+    quoted: list[str] = []
+    # Where each closing mark is next found (-1: nowhere further): looked up again only
+    # once passed, so a line of unclosed quotes is still read in one pass.
+    next_close: dict[str, int] = {}
+    kept_from = 0  # the start of the stretch of `line` not yet copied
+    resume = 0  # openings before this lie inside a quotation already cut out
+    for opening in _OPENING.finditer(line):
+        position = opening.start()
+        if position < resume:
+            continue
+        closing = _QUOTES[opening.group()]
+        end = next_close.get(closing, -2)
+        if end != -1 and end <= position:
+            end = line.find(closing, position + 1)
+            next_close[closing] = end
+        if end == -1 or end - position - 1 < MIN_QUOTED_CHARS:
+            continue
+        said.append(line[kept_from:position])
+        said.append(" … ")
+        quoted.append(line[position + 1 : end])
+        kept_from = resume = end + 1
+    said.append(line[kept_from:])
+    return "".join(said), quoted

@@ -1,0 +1,61 @@
+"""The instruction apart from the material it hands over: quotes, blocks after a colon,
+labelled inputs, lists, code, paragraphs pointed at, other scripts; read in linear time."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from mnemoproxy.gate.relevance.payload import split_request
+
+
+@pytest.mark.parametrize(
+    ("message", "instruction", "in_payload"),
+    [
+        ('Make this friendlier: "We regret that your order from last Tuesday was lost."',
+         "Make this friendlier:", "last Tuesday"),
+        ("Reply to this:\n\nDear Sam, my flight lands Friday.\n\nKeep it short.",
+         "Reply to this:\nKeep it short.", "my flight"),
+        ("Label each one:\n- I love my new job\n- Our trip was awful",
+         "Label each one:", "Our trip"),
+        ("Review: I stayed here in May and my room was cold.\nWrite a response.",
+         "Review:\nWrite a response.", "my room"),
+        ("```\n// my hack from last night\n```\nWhy is this slow?",
+         "Why is this slow?", "last night"),
+        ("tl;dr this please\n\nI spent all of last year rebuilding my garden shed.",
+         "tl;dr this please", "my garden"),
+        ("What does 今天我很忙 mean?", "What does  … mean?", "今天我很忙"),
+    ],
+)
+def test_material_is_set_apart(message: str, instruction: str, in_payload: str) -> None:
+    request = split_request(message)
+    assert request.instruction == instruction
+    assert in_payload in request.payload
+
+
+@pytest.mark.parametrize(
+    "message",
+    [
+        "What did I tell you about my sister's wedding?",
+        "Question: where did I park last night?",
+        'What does "ikigai" mean?',  # a short quote is a phrase asked about
+        "I went to Rome in May.\n\nWhat was the name of the hotel?",
+        "我的狗叫什么名字？",
+    ],
+)
+def test_the_users_own_words_stay_theirs(message: str) -> None:
+    request = split_request(message)
+    assert not request.has_payload
+    assert request.instruction == message.strip()
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["\n" * 100_000, "“" * 100_000, '"' * 100_000, "a:\n" * 50_000, "1. x\n" * 50_000,
+     "x: y\n" * 50_000, "this: " + "a" * 100_000, "猫 a " * 30_000, "a\n\n" * 50_000],
+)
+def test_adversarial_text_is_read_in_linear_time(text: str) -> None:
+    started = time.process_time()
+    split_request(text)
+    assert time.process_time() - started < 1.0
