@@ -109,7 +109,7 @@ def test_one_key_uploads_a_few_documents_at_a_time(fake_upstream, tmp_path):
             for connection in held:
                 connection.close()
         time.sleep(0.3)  # the held uploads end: the key may upload again
-        again = upload(server.url, "kb", "c.txt", b"The nest is on the cliff.", "text/plain",
+        again = upload(server.url, "kb", "c.txt", b"The eggs hatched in May.", "text/plain",
                        headers={"Authorization": f"Bearer {busy}"})
         assert again.status_code == 201, again.text
 

@@ -282,7 +282,7 @@ def test_no_response_or_log_line_shows_the_credentials_of_a_url(tmp_path):
         proc.wait(30)
     assert [a.status_code for a in answers[:3]] == [502, 502, 502]
     assert "alice:***@127.0.0.1" in answers[0].json()["error"]["message"]
-    assert answers[3].json()["upstream"].startswith("http://alice:***@127.0.0.1:")
+    assert answers[3].json()["upstream"]["url"].startswith("http://alice:***@127.0.0.1:")
     for answer in answers:
         assert secret not in answer.text, answer.text
     written = log.read_text()

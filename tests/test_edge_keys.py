@@ -5,16 +5,16 @@ and its key from MNEMO_API_KEY, and the start-up log says what keys mean."""
 
 from __future__ import annotations
 
-import logging
 import time
 from pathlib import Path
 
 import httpx
 import pytest
 
-from mnemoproxy.proxy.app import create_app
 from mnemoproxy.proxy.cli.main import main
 from mnemoproxy.proxy.edge.keys import KeyFile
+from mnemoproxy.proxy.relay.probe import Reachability
+from mnemoproxy.proxy.startup import startup_report
 from tests.support.fake_upstream import FakeUpstream
 from tests.support.memory_client import memory_settings, wait_for
 from tests.support.proxy_server import ProxyServer
@@ -115,24 +115,23 @@ def test_reopen_without_keys_is_the_setting_that_reopens_it(fake_upstream, tmp_p
         assert httpx.get(server.url + "/agents").status_code == 200
 
 
-def test_start_up_says_what_the_keys_mean(fake_upstream, tmp_path, caplog):
+def test_start_up_says_what_the_keys_mean(fake_upstream, tmp_path):
+    def report(**overrides: object) -> str:
+        settings = memory_settings(fake_upstream, tmp_path, **overrides)
+        return startup_report(settings, KeyFile.of(settings.keys_file, settings.data_dir),
+                              Reachability(True))
+
     keys = keys_in(tmp_path)
     revoked, _ = keys.add(agents=None, admin=True)
     keys.revoke(revoked.id)
-    with caplog.at_level(logging.WARNING):
-        create_app(memory_settings(fake_upstream, tmp_path))
-    assert "closed" in caplog.text and "keys reset" in caplog.text
-    caplog.clear()
+    closed = report()
+    assert "closed" in closed and "keys reset" in closed
     relay, _ = keys.add(agents=None, admin=False)
     keys.add(agents=("alice",), admin=False)
-    with caplog.at_level(logging.WARNING):
-        create_app(memory_settings(fake_upstream, tmp_path))
-    assert relay.id in caplog.text and "without memory" in caplog.text
-    assert "upstream_api_key" in caplog.text
-    caplog.clear()
-    with caplog.at_level(logging.WARNING):
-        create_app(memory_settings(fake_upstream, tmp_path, upstream_api_key="sk-up"))
-    assert "upstream_api_key" not in caplog.text
+    warned = report()
+    assert relay.id in warned and "without memory" in warned
+    assert "upstream_api_key" in warned
+    assert "upstream_api_key" not in report(upstream_api_key="sk-up")
 
 
 def test_keys_take_their_options_in_any_position(tmp_path, capsys, monkeypatch):

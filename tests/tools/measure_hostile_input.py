@@ -95,19 +95,18 @@ def nested_json_5xx(url: str) -> tuple[int, int]:
 
 
 def main() -> None:
-    with FakeUpstream() as fake, tempfile.TemporaryDirectory() as folder:
-        with ProxyServer(memory_settings(fake, Path(folder))) as proxy:
-            took, waited = newline_search(proxy.url)
-            print(f"30,000 stored newlines: /memory/search {took:.2f} s, "
-                  f"longest /health wait {waited:.2f} s")
-            size, cpu, status = page_bomb_cpu(proxy.url)
-            print(f"page bomb ({size / 1000:.1f} KB, 80 pages): {status} after "
-                  f"{cpu:.2f} s of CPU")
-            first, longest = forget_seconds(proxy.url)
-            print(f"forget an agent of 500 turns beside one of 20,000: {first:.2f} s, "
-                  f"then at most {longest:.2f} s each of ten more")
-            failed, routes = nested_json_5xx(proxy.url)
-            print(f"JSON nested 5,000 deep: {failed} 5xx on {routes} routes")
+    with FakeUpstream() as fake, tempfile.TemporaryDirectory() as folder, ProxyServer(
+            memory_settings(fake, Path(folder))) as proxy:
+        took, waited = newline_search(proxy.url)
+        print(f"30,000 stored newlines: /memory/search {took:.2f} s, "
+              f"longest /health wait {waited:.2f} s")
+        size, cpu, status = page_bomb_cpu(proxy.url)
+        print(f"page bomb ({size / 1000:.1f} KB, 80 pages): {status} after {cpu:.2f} s of CPU")
+        first, longest = forget_seconds(proxy.url)
+        print(f"forget an agent of 500 turns beside one of 20,000: {first:.2f} s, "
+              f"then at most {longest:.2f} s each of ten more")
+        failed, routes = nested_json_5xx(proxy.url)
+        print(f"JSON nested 5,000 deep: {failed} 5xx on {routes} routes")
 
 
 if __name__ == "__main__":
