@@ -7,7 +7,8 @@
     │   ├── BodyTimeout         │ the HTTP edge's own (proxy/edge/errors.py): a method the
     │   ├── NotAuthenticated    │ route does not take, a body too slow to arrive, no key
     │   ├── Forbidden           │ or an unknown one, a key not allowed this, a body that
-    │   └── UnsupportedMediaType┘ is not JSON
+    │   ├── UnsupportedMediaType│ is not JSON, too many uploads at once from one key
+    │   └── TooManyRequests     ┘
     ├── NotFound                no such route, agent or item
     ├── TooLarge                a body or a text over a limit
     ├── UpstreamError           a model server could not be reached or broke its reply

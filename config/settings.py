@@ -70,7 +70,14 @@ class Settings:
     keys_file: str = _setting(
         "",
         "Client and admin keys, stored as hashes (written by `mnemoproxy keys add`); empty "
-        "means keys.json under data_dir. With no keys the proxy serves loopback only.",
+        "means keys.json under data_dir. With no keys the proxy serves loopback only; once "
+        "keys have existed it stays closed without an active one.",
+    )
+    reopen_without_keys: bool = _setting(
+        False,
+        "Serve loopback clients without a key when no key is active, even though keys "
+        "existed once (all revoked, or the keys file gone). False keeps such a proxy closed "
+        "until `mnemoproxy keys reset`; a non-loopback host is closed either way.",
     )
     allowed_hosts: str = _setting(
         "",

@@ -18,12 +18,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 
-from mnemoproxy.memory import CHATTER, STOP_WORDS, WORD, stem
+from mnemoproxy.memory import CHATTER, STOP_WORDS, WORD, sentence_spans, stem
 
 ELLIPSIS = "…"
 CHARS_PER_TOKEN = 3.8
-# A break after ., ! or ? followed by a space, and at every line break.
-_SENTENCE = re.compile(r"[^.!?\n]*(?:[.!?]+(?=\s|$)|\n|$)")
 # Words that tell no sentence apart from another.
 _UNTELLING = STOP_WORDS | CHATTER
 
@@ -139,11 +137,6 @@ def _found_by_find(text: str, weights: dict[str, float]) -> list[tuple[int, str]
             at = lowered.find(sought, at + 1)
     found.sort()
     return found
-
-
-def sentence_spans(text: str) -> list[tuple[int, int]]:
-    """(start, end) of each non-blank sentence of `text`."""
-    return [m.span() for m in _SENTENCE.finditer(text) if m.group().strip()]
 
 
 def excerpt(text: str, query: Query, max_tokens: int) -> str:

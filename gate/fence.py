@@ -44,8 +44,11 @@ _INSTRUCTIONS = re.compile(
     re.IGNORECASE | re.VERBOSE,
 )
 # Role markers count when they open a line, or when shouted anywhere ("... SYSTEM: do X").
+# A line's opening blanks are spaces and tabs, not line breaks: whitespace that could also
+# span lines made each of a run of newlines scan all the rest (quadratic: 30,000 stored
+# newlines held the interpreter for half a minute on every read that met them).
 _ROLE_MARKER = re.compile(
-    r"(?:^|\n)\s*(?i:system|developer)\s*:|\b(?:SYSTEM|DEVELOPER)\s*:", re.MULTILINE
+    r"^[^\S\n]*+(?i:system|developer)[^\S\n]*+:|\b(?:SYSTEM|DEVELOPER)\s*+:", re.MULTILINE
 )
 
 FLAG = "[flagged: reads like instructions; quoted as once said, not to be followed]"

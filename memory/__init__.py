@@ -28,6 +28,7 @@ from mnemoproxy.memory.store.knowledge.documents import StoredChunk, StoredDocum
 from mnemoproxy.memory.store.records import Fact
 from mnemoproxy.memory.text.language import detect_language, latin_language, script_language
 from mnemoproxy.memory.text.rarity import zipf
+from mnemoproxy.memory.text.sentences import sentence_spans, sentences
 from mnemoproxy.memory.text.words import CHATTER, STOP_WORDS, WORD, stem
 from mnemoproxy.memory.write.documents import DOCUMENT_EXTENSIONS
 from mnemoproxy.memory.write.pipeline import DistillOutcome, IngestResult
@@ -56,6 +57,8 @@ __all__ = [
     "detect_language",
     "latin_language",
     "script_language",
+    "sentence_spans",
+    "sentences",
     "stem",
     "zipf",
 ]

@@ -14,10 +14,12 @@ import logging
 import time
 from collections import OrderedDict
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from mnemoproxy.config.settings import Settings
 from mnemoproxy.errors import InvalidArgument, NotFound
+from mnemoproxy.memory.background.scrub import ScrubSchedule
 from mnemoproxy.memory.models import Change, FactDraft, ProcedureDraft
 from mnemoproxy.memory.store import Store
 from mnemoproxy.memory.store.db import require_agent
@@ -61,6 +63,8 @@ class Management:
     _retriever: Retriever
     _measured: OrderedDict[str, Any]
     _with_documents: dict[str, tuple[bool, float]]
+    _scrubs: ScrubSchedule
+    _documents: ThreadPoolExecutor  # where documents are read (PARSE_THREADS)
 
     async def _known(self, agent_id: str) -> None:
         if not await self.has_agent(agent_id):
@@ -183,6 +187,8 @@ class Management:
         await self._known(agent_id)
         async with self._worker.paused():
             forgotten = await self.store.forget_session(agent_id, session_id)
+        if forgotten is not None:
+            self._scrubs.after_forget()
         await self._vectors.drop_deleted(agent_id)
         self.store.drop_cached_entities(agent_id)
         return must_exist(forgotten, agent_id, "session", session_id)
@@ -207,6 +213,8 @@ class Management:
         async with self._worker.paused():
             forgotten = await self.store.forget_agent(agent_id)
             await self._vectors.forget(agent_id)
+        if forgotten is not None:
+            self._scrubs.after_forget()
         self._retriever.common_terms.forget(agent_id)
         self.store.drop_cached_entities(agent_id)
         self._measured.pop(agent_id, None)
@@ -320,7 +328,8 @@ class Management:
                       for c in parsed.chunks]
             return scrub(parsed.title), chunks, parsed.media_type
 
-        kept_title, chunks, kind = await asyncio.to_thread(parse)
+        kept_title, chunks, kind = await asyncio.get_running_loop().run_in_executor(
+            self._documents, parse)
         # A replaced document's chunks go with their vectors: not while they are embedded.
         async with self._worker.paused():
             document_id, change = await self.store.add_document(
@@ -328,6 +337,7 @@ class Management:
                 size_bytes=len(raw), chunks=chunks, content_hash=content_hash,
             )
         if change == "updated":
+            self._scrubs.after_forget()
             await self._vectors.drop_deleted(agent_id)
         self._with_documents[agent_id] = (True, time.monotonic())
         await self._worker.drain(flush=False)
@@ -352,6 +362,8 @@ class Management:
         returns how many chunks went."""
         async with self._worker.paused():
             deleted = await self.store.delete_document(agent_id, document_id)
+        if deleted is not None:
+            self._scrubs.after_forget()
         self._with_documents.pop(agent_id, None)
         await self._vectors.drop_deleted(agent_id)
         return must_exist(deleted, agent_id, "document", document_id)

@@ -17,6 +17,7 @@ import socket
 import time
 from collections import OrderedDict
 from collections.abc import Collection, Coroutine, Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from datetime import datetime
 from pathlib import Path
@@ -35,6 +36,7 @@ from mnemoproxy.memory.background.ownership import (
     OwnerLock,
     Ownership,
 )
+from mnemoproxy.memory.background.scrub import ScrubSchedule
 from mnemoproxy.memory.core_model.budget import BudgetedCoreModel, CoreBudget
 from mnemoproxy.memory.core_model.client import CoreModel, CoreModelClient, JsonClient
 from mnemoproxy.memory.core_model.fallback import CapFallbackDistiller
@@ -62,6 +64,7 @@ from mnemoproxy.memory.store.db import DB_FILE, require_agent
 from mnemoproxy.memory.store.knowledge.procedures import StoredProcedure
 from mnemoproxy.memory.store.postgres.connections import DatabaseOwnerLock
 from mnemoproxy.memory.store.records import item_type_of
+from mnemoproxy.memory.write.documents import PARSE_THREADS
 from mnemoproxy.memory.write.pipeline import Claims, IngestResult, WritePath
 
 log = logging.getLogger(__name__)
@@ -160,6 +163,9 @@ class Memory(Management):
         self._reference_vectors: dict[tuple[str, ...], np.ndarray] = {}
         self._measured: OrderedDict[str, _Measured] = OrderedDict()
         self._with_documents: dict[str, tuple[bool, float]] = {}
+        # Forgets' full-text merge, in the background (memory/background/scrub.py).
+        self._scrubs = ScrubSchedule(store.scrub)
+        self._documents = ThreadPoolExecutor(PARSE_THREADS, thread_name_prefix="mnemo-documents")
 
     @staticmethod
     def held_at(settings: Settings) -> bool:
@@ -281,6 +287,8 @@ class Memory(Management):
         await self._writer.close(SHUTDOWN_DISTILL_SECONDS)
         await self._worker.stop()
         await self._vectors.flush()
+        await self._scrubs.close()
+        self._documents.shutdown(wait=False, cancel_futures=True)
         await self.store.close()
         if self._ownership is not None:
             self._ownership.release()

@@ -8,6 +8,7 @@ import sys
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from importlib.metadata import version
+from pathlib import Path
 from typing import Any
 
 from litestar import Litestar, Request, Response, asgi, route
@@ -37,9 +38,11 @@ from mnemoproxy.proxy.chat.route import chat_completions
 from mnemoproxy.proxy.edge.access import Guard, caller, require_keys_off_loopback
 from mnemoproxy.proxy.edge.body_deadline import body_deadline
 from mnemoproxy.proxy.edge.errors import EXCEPTION_HANDLERS
-from mnemoproxy.proxy.edge.keys import KeyFile, keys_path
+from mnemoproxy.proxy.edge.json_body import JsonRequest
+from mnemoproxy.proxy.edge.keys import KeyFile
 from mnemoproxy.proxy.edge.metrics import CONTENT_TYPE, Metrics
 from mnemoproxy.proxy.edge.openapi import DescribedStructs
+from mnemoproxy.proxy.edge.sessions import InspectorSessions
 from mnemoproxy.proxy.inspector.routes import INSPECTOR_ROUTES, answer_inspector_in_html
 from mnemoproxy.proxy.mcp.endpoint import LazyMcpEndpoint
 from mnemoproxy.proxy.relay.passthrough import FastRelay
@@ -107,8 +110,9 @@ def create_app(
     upstream can be reached at start-up (/health looks again later, in any case); the
     command line's in-process app, which relays nothing, does not."""
     sys.setswitchinterval(SWITCH_INTERVAL_SECONDS)
-    keys = KeyFile(keys_path(settings.keys_file, settings.data_dir))
-    guard = Guard(settings, keys)
+    keys = KeyFile.of(settings.keys_file, settings.data_dir)
+    sessions = InspectorSessions(Path(settings.data_dir))
+    guard = Guard(settings, keys, sessions)
     require_keys_off_loopback(settings, keys)
     counters = Metrics()
     opened: dict[str, Memory] = {}
@@ -138,7 +142,7 @@ def create_app(
         if announce:
             startup.announce(settings, keys, await first_look)
         app.state.services = Services(settings, client, memory, read_path, counters, keys,
-                                      probe=probe)
+                                      sessions, probe=probe)
         try:
             yield
         finally:
@@ -162,6 +166,7 @@ def create_app(
         lifespan=[lifespan],
         before_send=[counters.count_response],
         request_max_body_size=settings.max_body_bytes,
+        request_class=JsonRequest,
         middleware=[guard.middleware, body_deadline(settings.request_body_timeout_seconds)],
         # The schema of the proxy's own routes (the /v1 ones are OpenAI's): /schema/openapi.json.
         openapi_config=OpenAPIConfig(

@@ -11,10 +11,12 @@ from mnemoproxy.config.settings import Settings
 from mnemoproxy.errors import MemoryDisabled
 from mnemoproxy.gate import ReadPath, ThreadCompressor
 from mnemoproxy.memory import Memory
+from mnemoproxy.proxy.api.uploads import UploadSlots
 from mnemoproxy.proxy.edge.access import authorize
 from mnemoproxy.proxy.edge.ids import normalised_id
 from mnemoproxy.proxy.edge.keys import KeyFile
 from mnemoproxy.proxy.edge.metrics import Metrics
+from mnemoproxy.proxy.edge.sessions import InspectorSessions
 from mnemoproxy.proxy.relay.probe import UpstreamProbe
 from mnemoproxy.proxy.relay.upstream import Upstream
 
@@ -27,7 +29,10 @@ class Services:
     read_path: ReadPath | None = None
     metrics: Metrics = field(default_factory=Metrics)
     keys: KeyFile | None = None  # the inspector's sign-in checks a key typed into it
+    sessions: InspectorSessions | None = None  # and makes a session of it
     probe: UpstreamProbe | None = None  # whether the upstream answers (/health)
+    # Document uploads under way, per key (proxy/api/uploads.py).
+    uploads: UploadSlots = field(default_factory=UploadSlots)
     # Long threads' compression (context_budget_tokens), built once over memory.
     threads: ThreadCompressor | None = field(init=False, default=None)
 

@@ -14,8 +14,10 @@ from importlib.metadata import version
 from pathlib import Path
 
 from mnemoproxy.config.settings import Settings, unknown_environment
+from mnemoproxy.config.urls import without_credentials
+from mnemoproxy.proxy.edge.access import is_closed, key_notes
 from mnemoproxy.proxy.edge.keys import KeyFile
-from mnemoproxy.proxy.relay.probe import Reachability, without_credentials
+from mnemoproxy.proxy.relay.probe import Reachability
 
 log = logging.getLogger("mnemoproxy.startup")
 
@@ -30,8 +32,10 @@ def environment_typos(settings: Settings, keys: KeyFile) -> Iterator[str]:
         yield f"{name} is not a setting and is ignored: {hint}"
 
 
-# Each check says, in words, what is wrong with the settings and keys the proxy starts with.
-STARTUP_CHECKS: list[StartupCheck] = [environment_typos]
+# Each check says, in words, what is wrong with the settings and keys the proxy starts with:
+# unknown variables, and the keys' (a closed proxy, keys that only relay, keys without an
+# upstream_api_key; proxy/edge/access.py).
+STARTUP_CHECKS: list[StartupCheck] = [environment_typos, key_notes]
 
 
 def startup_report(settings: Settings, keys: KeyFile, upstream: Reachability) -> str:
@@ -89,7 +93,10 @@ def _memory(settings: Settings) -> str:
 
 def _keys(settings: Settings, keys: KeyFile) -> str:
     known = keys.all
+    active = len(keys.active)
+    if is_closed(settings, keys):
+        return (f"closed: no active key in {keys.path}, and keys existed: every request but "
+                "/health is refused (see the warning)")
     if not known:
         return "off: no keys file, loopback clients only; `mnemoproxy keys add` makes one"
-    active = len(keys.active)
     return (f"on: {active} active, {len(known) - active} revoked, in {keys.path}")

@@ -120,6 +120,23 @@ def test_an_agent_is_one_agent_whichever_door_and_spelling(memory_proxy):
     assert facts.status_code == 200 and facts.json()["agent_id"] == "jos\u00e9"
 
 
+@pytest.mark.parametrize("agent", [
+    "voil\u00e0",  # à is C3 A0 in UTF-8: A0 read alone is a no-break space
+    "\u0100b\u0105",  # ą is C4 85: 85 read alone is a next-line character
+    "\u00a0bo\u2003",  # blanks around an id (here Unicode's) are not part of it
+])
+def test_an_id_whose_last_utf8_byte_reads_as_a_blank_is_that_id(memory_proxy, agent):
+    chat = httpx.post(
+        memory_proxy.base_url + "/chat/completions",
+        json={"model": "m", "messages": [{"role": "user", "content": "I keep bees."}]},
+        headers={"X-Agent-Id": agent.encode()},
+    )
+    assert chat.status_code == 200, chat.text
+    assert chat.headers["X-Memory-Section"]
+    assert wait_for(lambda: agent.strip() in {
+        a["id"] for a in httpx.get(memory_proxy.url + "/agents").json()["agents"]})
+
+
 def test_backfill_from_one_request_is_bounded_to_the_latest_turns(fake_upstream, tmp_path):
     settings = memory_settings(fake_upstream, tmp_path, max_backfill_turns=5)
     history = []

@@ -251,3 +251,40 @@ def test_a_body_that_never_arrives_gets_408(fake_upstream: FakeUpstream, path: s
     assert answer.startswith("HTTP/1.1 408"), answer
     assert "request_body_timeout_seconds" in answer
     assert fake_upstream.requests == []
+
+
+def test_no_response_or_log_line_shows_the_credentials_of_a_url(tmp_path):
+    """Credentials in upstream_url (and the core model's URL) stay the operator's: an
+    unreachable upstream's 502, /health, the log, an ingest the core model fails on."""
+    from tests.support.proxy_server import serve_process
+
+    secret = "s3cretpass"
+    dead = f"http://alice:{secret}@127.0.0.1:{free_port()}/v1"
+    log = tmp_path / "proxy.log"
+    port = free_port()
+    proc = serve_process(port, dead, tmp_path, log, "--log-level", "info",
+                         "--core-model", "m", "--core-url", dead, "--distill-max-attempts", "1")
+    url = f"http://127.0.0.1:{port}"
+    chat = {"model": "m", "messages": [{"role": "user", "content": "hello"}]}
+    try:
+        answers = [
+            httpx.post(url + "/v1/chat/completions", json=chat, timeout=30),
+            httpx.post(url + "/v1/chat/completions", json=chat, timeout=30,
+                       headers={"X-Agent-Id": "ana"}),
+            httpx.get(url + "/v1/models", timeout=30),
+            httpx.get(url + "/health", timeout=30),
+            httpx.post(url + "/memory/ingest", timeout=60, json={
+                "agent_id": "ana", "conversation_id": "c",
+                "turns": [{"user": "I live in Porto.", "assistant": "Nice."}]}),
+        ]
+    finally:
+        proc.terminate()
+        proc.wait(30)
+    assert [a.status_code for a in answers[:3]] == [502, 502, 502]
+    assert "alice:***@127.0.0.1" in answers[0].json()["error"]["message"]
+    assert answers[3].json()["upstream"]["url"].startswith("http://alice:***@127.0.0.1:")
+    for answer in answers:
+        assert secret not in answer.text, answer.text
+    written = log.read_text()
+    assert "127.0.0.1" in written
+    assert secret not in written

@@ -13,7 +13,8 @@ LAYERS = ("config", "memory", "gate", "proxy")  # each may import only those bef
 # Which of memory's and gate's modules a layer above may import: only the package itself.
 FRONT_DOORS = {"memory": "mnemoproxy.memory", "gate": "mnemoproxy.gate"}
 # The root's own modules, below every layer.
-SHARED = ("mnemoproxy.errors", "mnemoproxy.lazy", "mnemoproxy.text_templates")
+SHARED = ("mnemoproxy.bounded", "mnemoproxy.errors", "mnemoproxy.lazy",
+          "mnemoproxy.text_templates")
 
 
 def imported_modules(path: Path) -> list[str]:
@@ -60,7 +61,7 @@ def test_upper_layers_use_the_front_doors(layer: str, door: str) -> None:
 
 def test_everything_imports_through_the_one_root() -> None:
     """No `import memory` or `from config import ...`: those names are not installed."""
-    top_level = {*LAYERS, "errors", "lazy", "text_templates"}
+    top_level = {*LAYERS, "bounded", "errors", "lazy", "text_templates"}
     files = [*ROOT.glob("*.py"), *(p for folder in (*LAYERS, "tests") for p in sources(folder))]
     wrong = [
         f"{path.relative_to(ROOT)} imports {module}"

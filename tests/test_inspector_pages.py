@@ -15,6 +15,7 @@ import pytest
 from playwright.async_api import Page, async_playwright, expect
 
 from mnemoproxy.proxy.edge.keys import KeyFile
+from mnemoproxy.proxy.edge.sessions import InspectorSessions
 from tests.support.memory_client import memory_settings
 from tests.support.proxy_server import ProxyServer
 
@@ -332,7 +333,8 @@ def test_no_inspector_page_or_form_reaches_another_agents_memory(fake_upstream, 
                headers={"Authorization": f"Bearer {admin}"})
         before = httpx.get(url + "/agents/erin/export",
                            headers={"Authorization": f"Bearer {admin}"}).text
-        as_dana = httpx.Client(base_url=url, cookies={"mnemoproxy_key": keys.session_token(dana)},
+        session = InspectorSessions(Path(settings.data_dir)).issue(dana)
+        as_dana = httpx.Client(base_url=url, cookies={"mnemoproxy_key": session},
                                headers={"Origin": url})
         for path, method in pages:
             concrete = re.sub(r"\{agent_id[^}]*\}", "erin", path)

@@ -3,10 +3,14 @@ file, no byte of its text in any file under data_dir; its neighbours keep everyt
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 
 import httpx
+import pytest
 
+from mnemoproxy.memory import Memory, Turn
+from mnemoproxy.memory.background import scrub
 from tests.support.memory_client import memory_settings, sdk
 from tests.support.proxy_server import ProxyServer
 from tests.support.raw_store import rows, stored_bytes
@@ -122,3 +126,43 @@ def test_a_forgotten_session_takes_its_long_thread_summary_along(fake_upstream, 
         assert httpx.delete(server.url + "/agents/dana").status_code == 200
         assert thread_summaries(data_dir) == []
     assert SECRET_WORD.encode() not in every_byte(data_dir)
+
+
+async def _fill(memory: Memory, agent: str, turns: int, word: str = SECRET_WORD) -> None:
+    said = " ".join(f"{word}{n} went to the lake with a friend." for n in range(20))
+    await memory.ingest(agent, "c", [Turn(f"{said} ({i})", "Noted.") for i in range(turns)],
+                        skip_extraction=True)
+
+
+async def test_forgetting_frees_space_without_rewriting_the_whole_database(
+    memory: Memory, monkeypatch
+):
+    if memory.store.dialect != "sqlite":
+        pytest.skip("SQLite's file: PostgreSQL frees space with its own VACUUM")
+    monkeypatch.setattr(scrub, "SCRUB_AFTER_SECONDS", 2.0)
+    monkeypatch.setattr(scrub, "SCRUB_EVERY_SECONDS", 3.0)
+    await _fill(memory, "kept", 50, word="Marmalade")
+    await _fill(memory, "big", 400)
+    database = Path(memory.store.path)
+    writer = memory.store._writer  # type: ignore[attr-defined]
+    await writer.run(lambda conn: conn.execute("PRAGMA wal_checkpoint(TRUNCATE)"))
+    size = database.stat().st_size
+    statements: list[str] = []
+    await writer.run(lambda conn: conn.set_trace_callback(statements.append))
+    # A tenant forgetting in a loop: each forget costs what it deletes, no more.
+    assert await memory.forget_agent("big") is not None
+    for number in range(10):
+        await _fill(memory, f"loop{number}", 2)
+        assert await memory.forget_agent(f"loop{number}") is not None
+    on_the_request_path = list(statements)
+    assert not [s for s in on_the_request_path if s.strip().upper() == "VACUUM"]
+    assert not [s for s in on_the_request_path if "'optimize'" in s]
+    assert database.stat().st_size < size * 0.6  # the freed pages left the file
+    assert SECRET_WORD.encode() not in database.read_bytes()  # zeroed as it was deleted
+    # The full-text indexes are merged afterwards, once for the whole loop.
+    await asyncio.sleep(2.5)
+    merges = [s for s in statements if "'optimize'" in s]
+    assert len(merges) == 5  # one pass over the five indexes
+    assert SECRET_WORD.lower().encode() not in every_byte(database.parent)
+    found = await memory.search("kept", "who went to the lake?")
+    assert found

@@ -34,7 +34,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -73,7 +72,7 @@ WORDS_PER_TOKEN = 0.7
 # A summary is at most this share of the budget (and context_summary_tokens).
 SUMMARY_SHARE = 0.25
 
-_LAST_SENTENCE_END = re.compile(r".*[.!?…]", re.DOTALL)
+_SENTENCE_MARKS = ".!?…"
 
 
 @dataclass(frozen=True)
@@ -334,8 +333,8 @@ class ThreadCompressor:
         """The core model's summary as it may be sent: one safe line per line, an unfinished
         last sentence dropped, within the summary's tokens."""
         if truncated:
-            finished = _LAST_SENTENCE_END.match(text)
-            text = finished.group(0) if finished else text
+            end = max(text.rfind(mark) for mark in _SENTENCE_MARKS)
+            text = text[: end + 1] if end >= 0 else text
         lines = [safe_line(line) for line in text.splitlines()]
         lines = [quoted(line) if looks_like_instructions(line) else line for line in lines if line]
         room = self.summary_cap - self._frame_tokens

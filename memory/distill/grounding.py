@@ -73,7 +73,7 @@ _SPEECH = frozenset({
 })
 _TOKEN = re.compile(r"[\w']+")
 _QUOTED = re.compile(r'"[^"]*"|“[^”]*”')
-_SPEAKER_LABEL = re.compile(r"\s*(?:the\s+)?user\s*:", re.IGNORECASE)
+_SPEAKER_LABEL = re.compile(r"\A\s*+(?:the\s++)?user\s*+:", re.IGNORECASE)
 _PLACEHOLDER = re.compile(r"\[[\w\s-]*\]|<[\w\s-]*>|\{[\w\s-]*\}")
 REPEAT_RUN = 4  # the same four words twice in one fact: a loop, not a statement
 SUMMARY_LOOP = 3  # a summary may say a phrase twice; three times is a loop

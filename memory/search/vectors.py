@@ -31,6 +31,7 @@ import json
 import logging
 import os
 import time
+from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -46,6 +47,8 @@ log = logging.getLogger(__name__)
 
 # Exact (brute-force) search below this size: as fast as the graph there, and exact.
 EXACT_SEARCH_LIMIT = 20_000
+# Agents whose indexes stay loaded (the ones read lately); an index is one agent's vectors.
+LOADED_INDEXES = 128
 _TYPE_CODES = {item_type: code for code, item_type in enumerate(ITEM_TYPES)}
 _KEY_STRIDE = 4  # keys = item_id * 4 + type code: unique across item types
 # Shared: longest a search goes without looking for vectors stored by other processes.
@@ -117,7 +120,8 @@ class VectorIndexes:
         self.source = source
         self.model = embedder.name
         self.dim = embedder.dim
-        self._loaded: dict[str, _Loaded] = {}
+        # The indexes of the agents read lately (LOADED_INDEXES; see _forget_idle).
+        self._loaded: OrderedDict[str, _Loaded] = OrderedDict()
         self._loading = asyncio.Lock()
         self.rebuilds = 0  # how many indexes were rebuilt from SQLite (for tests and /health)
 
@@ -344,6 +348,7 @@ class VectorIndexes:
     async def _get(self, agent_id: str) -> _Loaded:
         loaded = self._loaded.get(agent_id)
         if loaded is not None:
+            self._loaded.move_to_end(agent_id)
             return loaded
         async with self._loading:
             loaded = self._loaded.get(agent_id)
@@ -353,7 +358,23 @@ class VectorIndexes:
                 else:
                     index = await self._load_or_rebuild(agent_id)
                     loaded = self._loaded[agent_id] = _Loaded(index, asyncio.Lock())
+                self._forget_idle()
         return loaded
+
+    def _forget_idle(self) -> None:
+        """Past LOADED_INDEXES agents, the least recently read indexes leave memory: any id
+        a client sends is read, and each kept an index forever. Only those the next read
+        can load again as they are: no unsaved change, in use by nobody, and on disk (or
+        empty: an id nobody stored anything for)."""
+        excess = len(self._loaded) - LOADED_INDEXES
+        for agent_id, loaded in list(self._loaded.items()):
+            if excess <= 0:
+                return
+            reloadable = self.shared or (self.persist and self.saving) or not len(loaded.index)
+            if loaded.dirty or loaded.lock.locked() or not reloadable:
+                continue
+            del self._loaded[agent_id]
+            excess -= 1
 
     async def _load_or_rebuild(self, agent_id: str) -> Index:
         expected = await self.source.embedding_count(agent_id, self.model)

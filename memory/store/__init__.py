@@ -23,6 +23,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from mnemoproxy.config.urls import without_credentials
 from mnemoproxy.errors import InvalidArgument, MemoryFailure, SettingError
 from mnemoproxy.memory.store.cipher import Cipher
 from mnemoproxy.memory.store.claims import ClaimQueries
@@ -89,7 +90,7 @@ class Store(
                 raise MemoryFailure(f"cannot use {data_dir} as data_dir: {exc}") from exc
             pg_writer, pg_reader = await postgres.connect(
                 store_url, PG_MIGRATIONS if migrations is None else migrations)
-            return cls(postgres.without_password(store_url), pg_writer, pg_reader, "postgres")
+            return cls(without_credentials(store_url), pg_writer, pg_reader, "postgres")
         path, writer, reader = await Database.connect(
             data_dir, MIGRATIONS if migrations is None else migrations, cipher)
         return cls(path, writer, reader)

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import fcntl
+import logging
 import os
 import sqlite3
 from collections.abc import AsyncIterator, Callable, Iterable, Sequence
@@ -24,15 +25,18 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any, Generic, Protocol, Self, TypeVar
 
+from mnemoproxy.bounded import LruDict
 from mnemoproxy.errors import InvalidArgument, MemoryFailure
 from mnemoproxy.memory.store.cipher import Cipher
 from mnemoproxy.memory.store.schema import MIGRATIONS, Migration, migrate
 
+log = logging.getLogger(__name__)
+
 DB_FILE = "memory.db"
 BUSY_TIMEOUT_MS = 5000
 # The writer waits this long for another process's write transaction (workers > 1, or a
-# command run on data_dir beside the proxy) before failing: forgetting a large agent
-# rewrites the file (VACUUM), and a turn must wait for that rather than be lost.
+# command run on data_dir beside the proxy) before failing: a turn must wait for a long
+# write (a large import, a forget) rather than be lost.
 WRITER_BUSY_TIMEOUT_MS = 120_000
 # Held while a process opens and migrates the database, so that processes starting
 # together (workers > 1) never apply the same migration twice.
@@ -43,6 +47,8 @@ OPEN_LOCK_FILE = "open.lock"
 # Address space, not memory: the kernel's page cache
 # backs the map and can drop it under pressure.
 MMAP_BYTES = 1 << 30
+# Retrieval's per-agent row counts kept (agent, item type): a few bytes each.
+ROWS_COUNTED_KEPT = 8192
 PLAIN = Cipher()
 T = TypeVar("T")
 
@@ -197,9 +203,24 @@ class SqliteWriter(Writer[sqlite3.Connection]):
 
     @classmethod
     async def open(cls, path: Path, cipher: Cipher) -> SqliteWriter:
+        # secure_delete: what is deleted is overwritten with zeros in the same write, so
+        # forgotten text leaves the file without rewriting the file (a VACUUM); the pages
+        # it frees go back to the file system by incremental vacuum (auto_vacuum).
         return await cls.started("mnemo-sqlite-writer", _sqlite(
             path, cipher, f"busy_timeout = {WRITER_BUSY_TIMEOUT_MS}", "foreign_keys = ON",
-            "synchronous = NORMAL", f"mmap_size = {MMAP_BYTES}", "journal_mode = WAL"))
+            "synchronous = NORMAL", f"mmap_size = {MMAP_BYTES}", "secure_delete = ON",
+            "auto_vacuum = INCREMENTAL", "journal_mode = WAL"))
+
+
+def _reclaimable(conn: sqlite3.Connection) -> None:
+    """A database made before auto_vacuum was set (it takes effect on a new file's first
+    table) is rewritten once, at start-up, so that freed pages can leave it later without
+    another rewrite."""
+    if conn.execute("PRAGMA auto_vacuum").fetchone()[0] == 0:
+        log.info("memory.db: rewritten once so that forgetting can free space "
+                 "(auto_vacuum = incremental)")
+        conn.execute("PRAGMA auto_vacuum = INCREMENTAL")
+        conn.execute("VACUUM")
 
 
 def require_agent(agent_id: str) -> str:
@@ -232,8 +253,10 @@ class Database:
         self._write_lock = asyncio.Lock()
         # Set whenever content that needs a vector is written; the embedding worker waits on it.
         self.content_changed = asyncio.Event()
-        # (agent, item type) -> ((the agent's rows, all rows), when counted): retrieval's.
-        self._agent_rows_counted: dict[tuple[str, str], tuple[tuple[int, int], float]] = {}
+        # (agent, item type) -> ((the agent's rows, all rows), when counted): retrieval's,
+        # for the agents read lately (any id a client sends is read).
+        self._agent_rows_counted: LruDict[tuple[str, str], tuple[tuple[int, int], float]] = (
+            LruDict(ROWS_COUNTED_KEPT))
 
     @classmethod
     async def connect(
@@ -251,6 +274,7 @@ class Database:
             try:
                 writer = await SqliteWriter.open(path, cipher)
                 await writer.run(lambda conn: migrate(conn, migrations))
+                await writer.run(_reclaimable)
             finally:
                 os.close(opening)  # releases the lock
             reader = await Reader.open(path, cipher)

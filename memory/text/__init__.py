@@ -3,6 +3,7 @@ stems, stop words, sentences and dates.
 
     text/
     ├── words.py     words, stop words and crude stems for comparing texts loosely
+    ├── sentences.py sentences by their ends, in one pass
     ├── parsing.py   the blank spaCy pipeline and its sentence starts
     ├── dates.py     time expressions and the dates they name
     ├── language.py  which language a text is in (scripts, frequent words)

@@ -16,9 +16,15 @@ import asyncio
 import logging
 from collections.abc import Awaitable, Callable
 
+from mnemoproxy.bounded import LruDict
+
 log = logging.getLogger(__name__)
 
 SessionKey = tuple[str, int]  # (agent_id, session_id)
+# Agents whose latest session is remembered (to distil the previous one at once when they
+# move on): the most recently active ones. A forgotten one's previous session is still
+# distilled, when its own timer fires.
+ACTIVE_SESSIONS_KEPT = 10_000
 RunSession = Callable[[str, int], Awaitable[None]]
 
 
@@ -29,7 +35,7 @@ class DebounceScheduler:
         self._timers: dict[SessionKey, asyncio.TimerHandle] = {}
         self._locks: dict[SessionKey, asyncio.Lock] = {}
         self._tasks: set[asyncio.Task[None]] = set()
-        self._active_session: dict[str, int] = {}
+        self._active_session: LruDict[str, int] = LruDict(ACTIVE_SESSIONS_KEPT)
         self._closed = False
         self.standby = False
 

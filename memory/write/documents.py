@@ -14,6 +14,14 @@ before (OVERLAP_TOKENS at most) so a statement split across the cut is found who
 
 Sizes are estimated (about four characters a token): memory/ does not load the
 tokenizer, and the planner counts the real tokens of what it shows.
+
+A PDF is read within budgets, checked page by page so that reading stops at the first one
+exceeded rather than after every page: MAX_PDF_PAGES pages; MAX_TEXT_CHARS characters of
+text (more cannot fit in MAX_CHUNKS chunks); PARSE_SECONDS; and content to interpret of at
+most CONTENT_PER_BYTE times the file's size (plus CONTENT_SLACK), judged before each
+page is read. Pages may share one compressed content stream: a 15 KB file of 80 pages
+each showing the same megabyte of text took minutes of CPU, and a few thousand such
+pages fit in an upload. Ordinary PDFs hold far less content than 16 times their size.
 """
 
 from __future__ import annotations
@@ -21,6 +29,7 @@ from __future__ import annotations
 import io
 import logging
 import re
+import time
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from html.parser import HTMLParser
@@ -28,6 +37,7 @@ from pathlib import PurePath
 from typing import Any
 
 from mnemoproxy.errors import InvalidArgument, TooLarge
+from mnemoproxy.memory.text.sentences import sentences
 
 log = logging.getLogger(__name__)
 
@@ -37,6 +47,17 @@ MAX_TOKENS = 300
 OVERLAP_TOKENS = 50
 # A document of more chunks is refused (split it): about 600k tokens of text.
 MAX_CHUNKS = 2000
+# A PDF's budgets (see above).
+MAX_PDF_PAGES = 2000
+MAX_TEXT_CHARS = MAX_CHUNKS * MAX_TOKENS * CHARS_PER_TOKEN
+PARSE_SECONDS = 30.0
+CONTENT_PER_BYTE = 16
+CONTENT_SLACK = 128 * 1024
+# Form XObjects (content a page invokes by name) drawn per page's text extraction.
+FORMS_PER_PAGE = 64
+# Documents are read on threads of their own, this many at a time: the default pool is
+# the read path's (SQLite, vectors, the plan), which uploads must not fill.
+PARSE_THREADS = 2
 MAX_TITLE_CHARS = 300
 HEADING_SEPARATOR = " › "
 
@@ -162,14 +183,21 @@ def _paragraphs(text: str) -> list[str]:
     return [p.strip() for p in _BLANK.split(text) if p.strip()]
 
 
-_ATX = re.compile(r"^ {0,3}(#{1,6})[ \t]+(.*?)[ \t]*#*[ \t]*$")
+# The heading's text runs to the line's end; its closing #s are stripped in code (a
+# pattern that matched them too would backtrack over a long run of spaces).
+_ATX = re.compile(r"^ {0,3}(#{1,6})[ \t]+([^\n]*)")
 _SETEXT = re.compile(r"^ {0,3}(=+|-+)[ \t]*$")
 _FENCE = re.compile(r"^ {0,3}(```|~~~)")
 
 
+_EMPHASIS = re.compile(r"[*_`]++")
+# [text](link): a link's text holds no bracket and its target no parenthesis or space, so
+# each scan stops at the next one.
+_LINK = re.compile(r"\[([^\[\]]*+)\]\([^()\s]*+\)")
+
+
 def _clean_heading(text: str) -> str:
-    text = re.sub(r"[*_`]+", "", text)
-    text = re.sub(r"\[([^\]]*)\]\([^)]*\)", r"\1", text)  # [text](link) -> text
+    text = _LINK.sub(r"\1", _EMPHASIS.sub("", text))
     return " ".join(text.split())
 
 
@@ -211,7 +239,7 @@ def _markdown_sections(text: str) -> tuple[str | None, list[_Section]]:
             continue
         atx = _ATX.match(line)
         if atx:
-            heading(len(atx.group(1)), atx.group(2))
+            heading(len(atx.group(1)), atx.group(2).rstrip(" \t").rstrip("#").rstrip(" \t"))
             continue
         setext = _SETEXT.match(line)
         previous = buffer[-1] if buffer else ""
@@ -332,27 +360,57 @@ def _html_sections(text: str) -> tuple[str | None, list[_Section]]:
     return parser.finish()
 
 
-def _pdf_sections(data: bytes, name: str) -> tuple[str | None, list[_Section]]:
-    from pypdf import PdfReader
+_BROKEN_WORD = re.compile(r"(\w)-\n(\w)")
 
+
+def _pdf_sections(data: bytes, name: str) -> tuple[str | None, list[_Section]]:
+    from pypdf import PdfReader, apply_configuration
+    from pypdf.errors import LimitReachedError
+
+    content_budget = CONTENT_PER_BYTE * len(data) + CONTENT_SLACK
+    too_large = f"{name} is too large a PDF to read"
+    # pypdf's own limits, tightened to this file: no stream decompresses past the content
+    # budget, and a page draws a bounded number of forms.
     try:
-        reader = PdfReader(io.BytesIO(data))
-        if reader.is_encrypted and not reader.decrypt(""):
-            raise InvalidArgument(f"{name} is an encrypted PDF: send it without a password",
-                                  param="file")
-        metadata = reader.metadata
-        title = _real_title(metadata.title if metadata is not None else None) or (
-            _first_bookmark(reader))
-        sections = []
-        for number, page in enumerate(reader.pages, start=1):
-            text = page.extract_text() or ""
-            # Words broken at a line's end ("know-\nledge") are joined again.
-            text = re.sub(r"(\w)-\n(\w)", r"\1\2", text)
-            paragraphs = [" ".join(p.split()) for p in _paragraphs(text)]
-            if paragraphs:
-                sections.append(_Section((), number, paragraphs))
-    except InvalidArgument:
+        with apply_configuration(zlib_maximum_output_length=content_budget,
+                                 xform_maximum_invocations_per_extraction=FORMS_PER_PAGE):
+            reader = PdfReader(io.BytesIO(data))
+            if reader.is_encrypted and not reader.decrypt(""):
+                raise InvalidArgument(
+                    f"{name} is an encrypted PDF: send it without a password", param="file")
+            if len(reader.pages) > MAX_PDF_PAGES:
+                raise TooLarge(f"{too_large}: {len(reader.pages)} pages, more than the "
+                               f"{MAX_PDF_PAGES} one document may have; split it",
+                               param="file")
+            metadata = reader.metadata
+            title = _real_title(metadata.title if metadata is not None else None) or (
+                _first_bookmark(reader))
+            sections = []
+            deadline = time.monotonic() + PARSE_SECONDS
+            content = characters = 0
+            for number, page in enumerate(reader.pages, start=1):
+                content += _content_bytes(page)
+                if content > content_budget:
+                    raise TooLarge(
+                        f"{too_large}: its pages hold far more content than a file of its "
+                        "size does (pages sharing one compressed stream?); send its text "
+                        "instead", param="file")
+                if time.monotonic() > deadline:
+                    raise TooLarge(f"{too_large} within {PARSE_SECONDS:g} seconds; split it",
+                                   param="file")
+                text = _page_text(page)
+                characters += len(text)
+                if characters > MAX_TEXT_CHARS:
+                    raise TooLarge(f"{too_large}: more than {MAX_TEXT_CHARS} characters of "
+                                   "text; split it", param="file")
+                paragraphs = [" ".join(p.split()) for p in _paragraphs(text)]
+                if paragraphs:
+                    sections.append(_Section((), number, paragraphs))
+    except (InvalidArgument, TooLarge):
         raise
+    except LimitReachedError:
+        raise TooLarge(f"{too_large}: a stream in it decompresses past what a file of its "
+                       "size may hold", param="file") from None
     except Exception as exc:  # pypdf raises many kinds of error on a broken file
         log.info("PDF %s does not parse: %r", name, exc)
         raise InvalidArgument(
@@ -394,10 +452,30 @@ def _first_bookmark(reader: Any) -> str | None:
     return _real_title(getattr(outline, "title", None))
 
 
+def _page_text(page: Any) -> str:
+    """A page's text, words broken at a line's end ("know-\nledge") joined again."""
+    return _BROKEN_WORD.sub(r"\1\2", page.extract_text() or "")
+
+
+def _content_bytes(page: Any) -> int:
+    """What reading a page's text interprets, judged before reading it: its content
+    streams (decompressed), and the largest form XObject it names as often as it draws
+    one (at most FORMS_PER_PAGE times)."""
+    contents = page.get_contents()
+    data = contents.get_data() if contents is not None else b""
+    drawn = min(FORMS_PER_PAGE, data.count(b"Do"))
+    resources = page.get("/Resources")
+    forms = resources.get_object().get("/XObject") if drawn and resources is not None else None
+    largest = 0
+    if forms is not None:
+        for form in forms.get_object().values():
+            stream = form.get_object()
+            if stream.get("/Subtype") == "/Form":
+                largest = max(largest, len(stream.get_data()))
+    return len(data) + largest * drawn
+
+
 # -- chunks --------------------------------------------------------------------------------
-
-_SENTENCE = re.compile(r"[^.!?\n]+(?:[.!?]+[\"')\]]*(?=\s|$)|\n|$)|[.!?\n]+")
-
 
 def _tokens(text: str) -> int:
     return -(-len(text) // CHARS_PER_TOKEN)
@@ -409,8 +487,7 @@ def _pieces(paragraph: str) -> Iterator[str]:
     if _tokens(paragraph) <= MAX_TOKENS:
         yield paragraph
         return
-    sentences = [s.strip() for s in _SENTENCE.findall(paragraph) if s.strip()]
-    for sentence in sentences or [paragraph]:
+    for sentence in sentences(paragraph) or [paragraph]:
         if _tokens(sentence) <= MAX_TOKENS:
             yield sentence
             continue
@@ -425,8 +502,8 @@ def _pieces(paragraph: str) -> Iterator[str]:
 
 
 def _last_sentence(text: str) -> str:
-    sentences = [s.strip() for s in _SENTENCE.findall(text) if s.strip()]
-    last = sentences[-1] if sentences else ""
+    found = sentences(text)
+    last = found[-1] if found else ""
     return last if _tokens(last) <= OVERLAP_TOKENS and last != text.strip() else ""
 
 

@@ -13,7 +13,13 @@ import ipaddress
 import re
 from collections.abc import Callable
 
-_EMAIL = re.compile(r"\b[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}\b")
+# An address's local part is matched from the start of its run of address characters only
+# (the lookbehind), without backtracking: starting anywhere inside it, "a." * n + "@" was
+# read again from each of its n starts. The punctuation opening a run (`lead`) is kept in
+# the text, as the word boundary the pattern once started at left it.
+_EMAIL = re.compile(
+    r"(?<![A-Za-z0-9._%+-])(?P<lead>[.%+-]*+)\b[A-Za-z0-9._%+-]++"
+    r"@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}\b")
 _IBAN = re.compile(r"\b[A-Z]{2}\d{2}(?:\s?[A-Z0-9]{4}){2,7}(?:\s?[A-Z0-9]{1,3})?\b")
 _CARD = re.compile(r"(?<![\d.-])\d(?:[ -]?\d){12,18}(?!\d|[.-]\d)")
 _SSN = re.compile(r"\b(?!000|666|9\d\d)\d{3}([- ])(?!00)\d{2}\1(?!0000)\d{4}\b")
@@ -96,7 +102,7 @@ def redact_pii(text: str) -> str:
     # Every kind needs a digit, or an @ (e-mail), or colons (IPv6): most chat has neither,
     # and skips the expressions.
     if "@" in text:
-        text = _EMAIL.sub("[email]", text)
+        text = _EMAIL.sub(lambda m: m["lead"] + "[email]", text)
     if _ANY_DIGIT.search(text) is None:
         return text
     for pattern, placeholder, valid in _KINDS[1:]:

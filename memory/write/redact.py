@@ -93,7 +93,8 @@ def _may_label_a_secret(text: str) -> bool:
 
 
 # Sentence punctuation right after a value ends the sentence, not the secret.
-_TRAILING_PUNCTUATION = re.compile(r"[.!?:)\]}]+$")
+# From the first mark of a run only, so a long run of dots is read once, not once a dot.
+_TRAILING_PUNCTUATION = re.compile(r"(?<![.!?:)\]}])[.!?:)\]}]++$")
 
 
 def _redact_value(match: re.Match[str]) -> str:

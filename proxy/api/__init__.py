@@ -4,6 +4,7 @@
     ├── memory.py       /memory/ingest, search, preview, consolidate, dead-letters/retry
     ├── agents.py       /agents: facts, sessions, episodes, export, import, forget
     ├── documents.py    /agents/{id}/documents: the knowledge base
+    ├── uploads.py      uploads per key at a time, multipart bodies read off the system's /tmp
     ├── procedures.py   /agents/{id}/procedures: the how-tos sessions taught
     └── models.py       the answers' msgspec structs (also the OpenAPI schema's models)
 """

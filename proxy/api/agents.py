@@ -44,6 +44,7 @@ from mnemoproxy.proxy.api.models import (
 from mnemoproxy.proxy.edge.access import caller, record_change
 from mnemoproxy.proxy.edge.errors import error_responses
 from mnemoproxy.proxy.edge.ids import MAX_ID_CHARS
+from mnemoproxy.proxy.edge.json_body import require_shallow
 from mnemoproxy.proxy.services import Services
 
 PAGE_LIMIT = 500
@@ -174,12 +175,14 @@ async def import_agent(
     """Merge an export (JSON Lines) into the agent, which is created when new."""
     agent_id, memory = services.agent_memory(request, agent_id)
     records = []
-    for number, line in enumerate((await request.body()).splitlines(), start=1):
+    body = await request.body()
+    require_shallow(body)
+    for number, line in enumerate(body.splitlines(), start=1):
         if not line.strip():
             continue
         try:
             record = json.loads(line)
-        except (ValueError, RecursionError):
+        except ValueError:
             raise InvalidArgument(f"line {number} is not JSON", param="body") from None
         if not isinstance(record, dict):
             raise InvalidArgument(f"line {number} is not a JSON object", param="body")

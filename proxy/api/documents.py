@@ -6,7 +6,8 @@
 - multipart/form-data with a `file` part (text, Markdown, HTML or PDF, told apart by the
   part's Content-Type or the file's name) and optional `title` and `media_type` fields.
 proxy/edge/access.py lets multipart bodies through on this route alone (a browser form from
-another site is still refused by the Origin check).
+another site is still refused by the Origin check); proxy/api/uploads.py reads them (never
+spooled to the system's temporary folder) and runs a few uploads per key at a time.
 
 The document is cut into chunks along its structure (memory/write/documents.py), stored as the
 agent's items and embedded before the answer: `POST /memory/search` with scope
@@ -17,11 +18,11 @@ agent's processing log with the key that made it.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Annotated, Any
 
 import msgspec
 from litestar import Request, Response, route
-from litestar.datastructures import UploadFile
 from litestar.di import NamedDependency
 from litestar.openapi.spec import OpenAPIMediaType, OpenAPIType, Operation, RequestBody, Schema
 from litestar.params import PathParameter, QueryParameter
@@ -36,9 +37,11 @@ from mnemoproxy.proxy.api.models import (
     DocumentView,
     page_cursor,
 )
+from mnemoproxy.proxy.api.uploads import read_form, spool_folder
 from mnemoproxy.proxy.edge.access import record_change
 from mnemoproxy.proxy.edge.errors import UnsupportedMediaType, error_responses
 from mnemoproxy.proxy.edge.ids import MAX_ID_CHARS
+from mnemoproxy.proxy.edge.json_body import require_shallow
 from mnemoproxy.proxy.services import Services
 
 PAGE_LIMIT = 500
@@ -51,7 +54,7 @@ DocumentId = Annotated[int, PathParameter(ge=1, le=MAX_ROW_ID)]
 Limit = Annotated[int, QueryParameter(ge=1, le=PAGE_LIMIT)]
 Cursor = Annotated[int, QueryParameter(ge=0, le=MAX_ROW_ID)]
 ERRORS = error_responses(400, 401, 403, 404, 503)
-BODY_ERRORS = error_responses(400, 401, 403, 408, 413, 415, 503)
+BODY_ERRORS = error_responses(400, 401, 403, 408, 413, 415, 429, 503)
 
 
 class DocumentText(msgspec.Struct, forbid_unknown_fields=True):
@@ -101,8 +104,10 @@ class DocumentBody(Operation):
 
 
 async def _from_json(request: Request[Any, Any, Any]) -> tuple[bytes | str, str, str, None]:
+    raw = await request.body()
+    require_shallow(raw)
     try:
-        body = msgspec.json.decode(await request.body(), type=DocumentText)
+        body = msgspec.json.decode(raw, type=DocumentText)
     except msgspec.ValidationError as exc:
         message = str(exc)
         field = message.rsplit("at `$.", 1)[-1].rstrip("`") if "at `$." in message else None
@@ -110,7 +115,7 @@ async def _from_json(request: Request[Any, Any, Any]) -> tuple[bytes | str, str,
         if len(missing) == 2:
             field = missing[1].split("`", 1)[0]
         raise InvalidArgument(f"invalid document: {message}", param=field) from None
-    except (msgspec.DecodeError, RecursionError):
+    except msgspec.DecodeError:
         raise InvalidArgument("the body is not valid JSON", param="body") from None
     if body.media_type not in JSON_TEXT_TYPES:
         raise InvalidArgument(
@@ -119,27 +124,21 @@ async def _from_json(request: Request[Any, Any, Any]) -> tuple[bytes | str, str,
     return body.text, body.media_type, body.title, None
 
 
-async def _from_form(request: Request[Any, Any, Any]) -> tuple[bytes | str, str | None,
-                                                                 str | None, str | None]:
-    form = await request.form()
-    upload = form.get("file")
-    if not isinstance(upload, UploadFile):
+async def _from_form(request: Request[Any, Any, Any], spool: Path | None
+                     ) -> tuple[bytes | str, str | None, str | None, str | None]:
+    upload = await read_form(request, spool)
+    if upload.data is None:
         raise InvalidArgument("send the document as a multipart part named 'file'",
                               param="file")
-    title = form.get("title")
-    media_type = form.get("media_type")
-    if title is not None and not isinstance(title, str):
-        raise InvalidArgument("title must be a text field", param="title")
-    if isinstance(title, str) and len(title) > MAX_TITLE_CHARS:
+    title = upload.fields.get("title")
+    media_type = upload.fields.get("media_type")
+    if title is not None and len(title) > MAX_TITLE_CHARS:
         raise InvalidArgument(f"title is longer than {MAX_TITLE_CHARS} characters",
                               param="title")
-    if media_type is not None and not isinstance(media_type, str):
-        raise InvalidArgument("media_type must be a text field", param="media_type")
-    data = await upload.read()
-    if not data:
+    if not upload.data:
         raise InvalidArgument(f"{upload.filename or 'the file'} is empty", param="file")
     declared = media_type or upload.content_type
-    return data, declared, title, upload.filename or None
+    return upload.data, declared, title, upload.filename
 
 
 @route("/agents/{agent_id:str}/documents", http_method=["POST"], status_code=201,
@@ -153,16 +152,18 @@ async def add_document(
     content replaces the older one (201, `updated`)."""
     agent_id, memory = services.agent_memory(request, agent_id)
     kind = request.headers.get("content-type", "").split(";", 1)[0].strip().lower()
-    if kind == MULTIPART:
-        data, declared, title, filename = await _from_form(request)
-    elif kind == "application/json" or kind.endswith("+json"):
-        data, declared, title, filename = await _from_json(request)
-    else:
-        raise UnsupportedMediaType(
-            "send the document as JSON {title, text} or as a multipart/form-data file",
-            param="Content-Type")
-    stored, change = await memory.add_document(
-        agent_id, data, media_type=declared, title=title, filename=filename)
+    async with services.uploads.taken(request):
+        if kind == MULTIPART:
+            data, declared, title, filename = await _from_form(
+                request, spool_folder(services.settings))
+        elif kind == "application/json" or kind.endswith("+json"):
+            data, declared, title, filename = await _from_json(request)
+        else:
+            raise UnsupportedMediaType(
+                "send the document as JSON {title, text} or as a multipart/form-data file",
+                param="Content-Type")
+        stored, change = await memory.add_document(
+            agent_id, data, media_type=declared, title=title, filename=filename)
     if change == "unchanged":
         return Response(DocumentStored(agent_id, DocumentView.of(stored), change),
                         status_code=200)

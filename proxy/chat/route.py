@@ -12,8 +12,9 @@ from litestar.di import NamedDependency
 from mnemoproxy.errors import InvalidArgument
 from mnemoproxy.proxy.chat.memory import prepare, remember
 from mnemoproxy.proxy.chat.memory_tool import MemoryTool, offered_body
-from mnemoproxy.proxy.edge.access import authorize
+from mnemoproxy.proxy.edge.access import authorize, caller
 from mnemoproxy.proxy.edge.ids import header_id
+from mnemoproxy.proxy.edge.json_body import decode
 from mnemoproxy.proxy.edge.metrics import CHAT_ROUTE
 from mnemoproxy.proxy.relay.responses import OnReply, relay
 from mnemoproxy.proxy.relay.sse import AssistantReply
@@ -27,6 +28,8 @@ NO_AGENT = ("no X-Agent-Id header: memory was neither read nor written; send "
 EMPTY_AGENT = ("X-Agent-Id is empty: memory was neither read nor written; send "
                "X-Agent-Id: <agent> to use it")
 MEMORY_OFF = "memory is disabled on this proxy (enabled = false)"
+RELAY_ONLY_KEY = ("this key has no agent list: memory was neither read nor written; an "
+                  "admin makes keys that reach memory with `mnemoproxy keys add --agents A,B`")
 
 
 def memory_off(hint: str) -> dict[str, str]:
@@ -39,15 +42,7 @@ _SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
 
 def parse_chat_body(raw: bytes) -> dict[str, Any]:
     """The request as a dict, or InvalidArgument naming what is wrong."""
-    try:
-        body = json.loads(raw)
-    except (ValueError, UnicodeDecodeError) as exc:
-        raise InvalidArgument(
-            f"the request body is not valid JSON ({exc}); send a chat completion request "
-            "as a JSON object"
-        ) from None
-    except RecursionError:
-        raise InvalidArgument("the request body nests JSON too deeply to be read") from None
+    body = decode(raw)
     if _SURROGATE_ESCAPE.search(raw):
         try:
             json.dumps(body, ensure_ascii=False).encode("utf-8")
@@ -88,7 +83,11 @@ async def chat_completions(
     raw = await request.body()
     body = parse_chat_body(raw)
     agent_id = header_id(request, "X-Agent-Id")
-    if agent_id:
+    skipped: dict[str, str] | None = None
+    if agent_id and caller(request).relays_only:
+        # A key without an agent list reaches no memory: relayed as without X-Agent-Id.
+        agent_id, skipped = "", memory_off(RELAY_ONLY_KEY)
+    elif agent_id:
         authorize(request, agent_id)
     session_id = header_id(request, "X-Session-Id") or None
 
@@ -134,6 +133,6 @@ async def chat_completions(
         "POST", "/v1/chat/completions", headers=headers, content=raw
     )
     services.metrics.upstream[CHAT_ROUTE].observe(upstream_response.waited)
-    why_not = memory_off(MEMORY_OFF if agent_id else EMPTY_AGENT)
+    why_not = skipped or memory_off(MEMORY_OFF if agent_id else EMPTY_AGENT)
     return await relay(upstream_response, extra_headers=plan.headers if plan else why_not,
                        on_reply=on_reply)

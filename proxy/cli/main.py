@@ -33,18 +33,28 @@ def build_parser() -> argparse.ArgumentParser:
             help=f"{f.metadata['help']} [default {default_text}; {describe_range(f)}]",
         )
     keys = commands.add_parser("keys", help="client and admin keys (stored hashed)")
-    keys.add_argument("--config", metavar="FILE", help="TOML settings file")
-    keys.add_argument("--keys-file", dest="keys_file", default=None, metavar="FILE")
-    keys.add_argument("--data-dir", dest="data_dir", default=None, metavar="DIR")
+    _add_key_file_options(keys, default=None)
     actions = keys.add_subparsers(dest="action", required=True)
-    add = actions.add_parser("add", help="create a key; it is printed once, only its hash kept")
+    # The same options after the action too (`keys add --data-dir D`); SUPPRESS keeps an
+    # action's absent option from overwriting one given before it.
+    where = argparse.ArgumentParser(add_help=False)
+    _add_key_file_options(where, default=argparse.SUPPRESS)
+    add = actions.add_parser("add", parents=[where],
+                             help="create a key; it is printed once, only its hash kept")
     add.add_argument("--agents", default=None, metavar="A,B",
-                     help="agent ids the key may use (default: any)")
+                     help="agent ids whose memory the key reaches, '*' for every agent "
+                          "(default: none, the key relays chats without memory)")
     add.add_argument("--admin", action="store_true",
                      help="may use the memory and agent routes for every agent")
-    actions.add_parser("list", help="the keys (ids, agents, admin, created, revoked)")
-    revoke = actions.add_parser("revoke", help="revoke a key by its id")
+    actions.add_parser("list", parents=[where],
+                       help="the keys (ids, agents, admin, created, revoked)")
+    revoke = actions.add_parser("revoke", parents=[where], help="revoke a key by its id")
     revoke.add_argument("key_id")
+    reset = actions.add_parser(
+        "reset", parents=[where],
+        help="remove every key, and the record that there were keys: a loopback proxy "
+             "serves without keys again")
+    reset.add_argument("--yes", action="store_true", help="also when active keys remain")
     evaluate = commands.add_parser(
         "eval", help="measure memory quality through the API (make eval; a source checkout)",
         add_help=False)
@@ -57,24 +67,50 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _add_key_file_options(parser: argparse.ArgumentParser, default: Any) -> None:
+    parser.add_argument("--config", metavar="FILE", default=default, help="TOML settings file")
+    parser.add_argument("--keys-file", dest="keys_file", default=default, metavar="FILE")
+    parser.add_argument("--data-dir", dest="data_dir", default=default, metavar="DIR")
+
+
 def keys_command(args: argparse.Namespace) -> int:
     from mnemoproxy.proxy.edge.ids import normalised_id
-    from mnemoproxy.proxy.edge.keys import KeyFile, keys_path
+    from mnemoproxy.proxy.edge.keys import EVERY_AGENT, KeyFile
 
     settings = load_settings(
         cli={"keys_file": args.keys_file, "data_dir": args.data_dir}, config_file=args.config
     )
-    keys = KeyFile(keys_path(settings.keys_file, settings.data_dir))
+    keys = KeyFile.of(settings.keys_file, settings.data_dir)
     if args.action == "add":
         agents = None if args.agents is None else tuple(
             normalised_id(a.strip()) for a in args.agents.split(",") if a.strip())
+        if agents and EVERY_AGENT in agents:
+            agents = (EVERY_AGENT,)
         key, secret = keys.add(agents=agents, admin=args.admin)
         print(secret)
-        print(f"{key.id}: shown once; clients send it as their api_key (stored hashed in "
-              f"{keys.path})", file=sys.stderr)
+        reach = ("every route, every agent" if args.admin else
+                 "chats relayed without memory (no --agents)" if not agents else
+                 "chats and memory routes of every agent" if agents == (EVERY_AGENT,) else
+                 f"chats and memory routes of {', '.join(agents)}")
+        print(f"{key.id}: {reach}; shown once, clients send it as their api_key (stored "
+              f"hashed in {keys.path})", file=sys.stderr)
+        if not settings.upstream_api_key:
+            print("mnemoproxy: warning: upstream_api_key is empty; with keys, a client's "
+                  "Authorization header carries its proxy key and is no longer forwarded, so "
+                  "a hosted upstream answers 401: set upstream_api_key (MNEMO_UPSTREAM_API_KEY "
+                  "or mnemoproxy.toml) unless the model server needs no key", file=sys.stderr)
     elif args.action == "list":
         for key in keys.all:
             print(json.dumps(key.as_dict()))
+    elif args.action == "reset":
+        active = len(keys.active)
+        if active and not args.yes:
+            print(f"mnemoproxy: {keys.path} holds {active} active key(s); `keys reset --yes` "
+                  "removes them too", file=sys.stderr)
+            return 1
+        keys.reset()
+        print(f"keys reset: {keys.path} and its marker removed; a loopback proxy on this "
+              "data_dir serves without keys again", file=sys.stderr)
     elif keys.revoke(args.key_id) is None:
         print(f"mnemoproxy: no active key {args.key_id!r} in {keys.path}", file=sys.stderr)
         return 1

@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import os
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -34,6 +35,8 @@ from mnemoproxy.proxy.cli.chat_imports import (
 from mnemoproxy.proxy.cli.failures import CommandError
 from mnemoproxy.proxy.cli.output import Output, ago, count, counts, one_line, score
 
+# The key the memory commands send to a running proxy when --api-key is not given.
+API_KEY_VARIABLE = "MNEMO_API_KEY"
 COMMANDS = ("agents", "show", "search", "forget", "export", "import", "import-docs",
             "consolidate", "dead-letters")
 # Commands that only look at (or remove) what memory holds: on a data_dir holding no memory
@@ -46,7 +49,9 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--url", help="a running proxy (e.g. http://127.0.0.1:1337); "
                                       "default: data_dir, in-process")
-    common.add_argument("--api-key", help="a key of the running proxy, when it has keys")
+    common.add_argument("--api-key", default=os.environ.get(API_KEY_VARIABLE),
+                        help=f"a key of the running proxy, when it has keys (default: "
+                             f"${API_KEY_VARIABLE})")
     common.add_argument("--data-dir", dest="data_dir", help="memory's folder (without --url)")
     common.add_argument("--config", metavar="FILE", help="TOML settings file")
     common.add_argument("--json", action="store_true", help="print JSON, not text")
@@ -158,7 +163,8 @@ def _proxy(args: argparse.Namespace) -> Iterator[Proxy]:
             "proxy")
     # The owner of data_dir needs no key: the app is served to this process alone.
     local = load_settings(cli={"data_dir": settings.data_dir, "host": "127.0.0.1",
-                               "keys_file": str(Path(settings.data_dir) / "no-keys.json")},
+                               "keys_file": str(Path(settings.data_dir) / "no-keys.json"),
+                               "reopen_without_keys": True},
                           config_file=args.config)
     app = create_app(local, announce=False, watch_upstream=False)
     with TestClient(app, base_url="http://127.0.0.1", timeout=600) as http:

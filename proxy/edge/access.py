@@ -13,9 +13,12 @@ Every HTTP request passes `guard` first:
   anyone, with details for admin keys only.
 
 Handlers then ask `authorize(request, agent_id)` for each agent they act on: a key bound
-to agents may use those only; the admin routes (everything outside /v1 but /health) need
-an admin key or an agent-bound one. Without keys the proxy serves loopback only and the
-single local user may do everything. With keys, every use of an admin route is logged
+to agents may use those only ('*': every one); the admin routes (everything outside /v1
+but /health) need an admin key or an agent-bound one; a key without an agent list relays
+chats without memory (the chat route reads and records nothing for it). Without keys the
+proxy serves loopback only and the single local user may do everything; once keys have
+existed it stays closed without an active one (proxy/edge/keys.py), unless
+`reopen_without_keys`. With keys, every use of an admin route is logged
 (`mnemoproxy.audit`) with the key's id, and changes go to the agent's processing log.
 """
 
@@ -36,6 +39,7 @@ from mnemoproxy.errors import InvalidArgument, SettingError
 from mnemoproxy.memory import Memory
 from mnemoproxy.proxy.edge.errors import Forbidden, NotAuthenticated, UnsupportedMediaType
 from mnemoproxy.proxy.edge.keys import Key, KeyFile
+from mnemoproxy.proxy.edge.sessions import InspectorSessions
 
 audit = logging.getLogger("mnemoproxy.audit")
 
@@ -44,8 +48,8 @@ _BODY_METHODS = frozenset({"POST", "PUT", "PATCH"})
 # Answered without a key: liveness (the inspector's pages are too, but show a sign-in form).
 _OPEN_PATHS = frozenset({"/health"})
 # The inspector's pages (/ui, /ui/...): a browser signs in with this cookie (a session token
-# for a key, set by the sign-in form; SameSite=Strict, and the Origin check below refuses
-# other sites' forms), and posts HTML forms.
+# for a key, proxy/edge/sessions.py, set by the sign-in form; SameSite=Strict, and the
+# Origin check below refuses other sites' forms), and posts HTML forms.
 UI_COOKIE = "mnemoproxy_key"
 _FORM_TYPES = frozenset({"application/x-www-form-urlencoded"})
 # The caller of an open path or an inspector page without a valid key: no agent, no admin.
@@ -89,11 +93,63 @@ class Caller:
         return self.key is ANONYMOUS
 
     @property
+    def relays_only(self) -> bool:
+        """A key without an agent list: its chats are relayed, no memory read or written."""
+        return self.key is not None and not self.key.reaches_memory
+
+    @property
     def name(self) -> str:
         return "local" if self.key is None else self.key.id
 
     def may_use(self, agent_id: str) -> bool:
         return self.key is None or self.key.admin or self.key.may_use(agent_id)
+
+
+# What a request without a usable key is told: how the SDK and the command line send one.
+KEY_REQUIRED = (
+    "a valid API key is required: send it as the OpenAI SDK's api_key (Authorization: "
+    "Bearer mp-...), or give the mnemoproxy command line --api-key or MNEMO_API_KEY; an "
+    "admin creates one with `mnemoproxy keys add`")
+
+
+def closed_message(settings: Settings, keys: KeyFile) -> str:
+    """Why a proxy without an active key refuses every request."""
+    if not is_loopback(settings.host):
+        return (f"this proxy listens on {settings.host} and has no active key: an admin adds "
+                "one with `mnemoproxy keys add --admin`")
+    return (f"this proxy has had keys and none is active now (all revoked, or {keys.path} "
+            "gone), so it stays closed: an admin adds one with `mnemoproxy keys add --admin`, "
+            "or serves loopback clients without keys again with `mnemoproxy keys reset`")
+
+
+def is_closed(settings: Settings, keys: KeyFile) -> bool:
+    """No active key, and none may be missed: reachable from other machines, or keys have
+    existed (and reopen_without_keys is off)."""
+    return not keys.active and (not is_loopback(settings.host) or (
+        keys.once_had_keys and not settings.reopen_without_keys))
+
+
+def key_notes(settings: Settings, keys: KeyFile) -> list[str]:
+    """What the start-up report warns of about the keys (proxy/startup.py): a closed proxy,
+    keys that only relay, and keys without an upstream_api_key (the clients' own upstream
+    key no longer goes)."""
+    notes = []
+    active = keys.active
+    if is_closed(settings, keys):
+        notes.append(f"closed: {closed_message(settings, keys)} (every request but /health "
+                     "gets 401)")
+    relaying = [k.id for k in active if not k.reaches_memory]
+    if relaying:
+        notes.append(
+            f"keys without an agent list relay chats without memory (no memory is read or "
+            f"written for them; their replies say so in X-Memory-Hint): {', '.join(relaying)}; "
+            "to reach memory, revoke them and add keys with --agents A,B (or '*')")
+    if active and not settings.upstream_api_key:
+        notes.append(
+            "keys are on and upstream_api_key is empty: a client's Authorization header is its "
+            "proxy key and is not forwarded, so the upstream gets no key (a hosted one answers "
+            "401); set upstream_api_key unless the model server needs none")
+    return notes
 
     def visible(self, agent_ids: list[str]) -> list[str]:
         return [a for a in agent_ids if self.may_use(a)]
@@ -185,11 +241,11 @@ def is_inspector(path: str) -> bool:
     return path == "/ui" or path.startswith("/ui/")
 
 
-def _cookie_key(cookie_header: str, keys: KeyFile) -> Key | None:
+def _cookie_key(cookie_header: str, keys: KeyFile, sessions: InspectorSessions) -> Key | None:
     for pair in cookie_header.split(";"):
         name, _, value = pair.strip().partition("=")
         if name == UI_COOKIE and value:
-            return keys.find_session(value)
+            return sessions.find(value, keys)
     return None
 
 
@@ -198,9 +254,10 @@ class Guard:
     the refusal; `middleware` applies it to every HTTP request Litestar serves (the fast
     relay, proxy/relay/passthrough.py, calls `admit` itself)."""
 
-    def __init__(self, settings: Settings, keys: KeyFile) -> None:
+    def __init__(self, settings: Settings, keys: KeyFile, sessions: InspectorSessions) -> None:
         self.settings = settings
         self.keys = keys
+        self.sessions = sessions
         self.hosts = LOOPBACK_NAMES | _split(settings.allowed_hosts) | {settings.host.lower()}
         self.loopback = is_loopback(settings.host)
         self.origins = _split(settings.allowed_origins)
@@ -251,39 +308,32 @@ class Guard:
                     f"{media or 'none'!r})", param="Content-Type",
                 )
         keys = self.keys
-        active = keys.active
         open_path = path in _OPEN_PATHS or ui
-        if not active and not self.loopback and path not in _OPEN_PATHS:
-            # Reachable from other machines and every key revoked: closed, not open.
-            raise NotAuthenticated(
-                f"this proxy listens on {self.settings.host} and has no active key: an "
-                "admin adds one with `mnemoproxy keys add --admin`")
-        if not active:
+        closed = is_closed(self.settings, keys)
+        if not keys.active and not closed:
             return Caller(None)
         authorization = headers.get("authorization", "")
         scheme, _, secret = authorization.partition(" ")
         key = keys.find(secret.strip()) if scheme.lower() == "bearer" else None
         if ui:
-            key = key or _cookie_key(headers.get("cookie", ""), keys)
-            if key is not None and not (key.admin or key.agents):
-                key = None  # a chat-only key cannot sign in to the inspector
+            key = key or _cookie_key(headers.get("cookie", ""), keys, self.sessions)
+            if key is not None and not key.reaches_memory:
+                key = None  # a key that only relays chats cannot sign in to the inspector
         if key is None and not open_path:
             raise NotAuthenticated(
-                "a valid API key is required: send it as the OpenAI SDK's api_key "
-                "(Authorization: Bearer ...); an admin creates one with "
-                "`mnemoproxy keys add`"
-            )
+                closed_message(self.settings, keys) if closed else KEY_REQUIRED)
         who = Caller(key)
         if key is not None and not path.startswith("/v1/"):
             audit.info("%s %s by %s", scope.get("method"), path, key.id)
         if key is None:  # /health: liveness only; the inspector: its sign-in form
             who = Caller(ANONYMOUS)
         elif not path.startswith("/v1/") and path not in _OPEN_PATHS and not (
-            key.admin or key.agents
+            key.reaches_memory
         ):
             raise Forbidden(
-                "this key is for chat only; the memory and agent routes need an admin "
-                "key or one bound to agents", code="admin_required",
+                "this key relays chats only (it has no agent list); the memory and agent "
+                "routes need an admin key or one with agents (`mnemoproxy keys add --agents "
+                "A,B`, or '*' for every agent)", code="admin_required",
             )
         elif path.startswith(_ADMIN_ONLY) and not key.admin:
             raise Forbidden(f"{path} is for admin keys: it spans every agent",

@@ -14,6 +14,7 @@ from litestar import Request, Response
 from litestar.exceptions import HTTPException, ValidationException
 from litestar.openapi.datastructures import ResponseSpec
 
+from mnemoproxy.config.urls import hide_credentials
 from mnemoproxy.errors import (
     DistillError,
     InvalidArgument,
@@ -53,6 +54,10 @@ class UnsupportedMediaType(InvalidArgument):
     code = "unsupported_media_type"
 
 
+class TooManyRequests(InvalidArgument):
+    code = "too_many_requests"
+
+
 # (HTTP status, OpenAI error type) per error class; an error takes its nearest ancestor's.
 HTTP_STATUS: dict[type[MnemoError], tuple[int, str]] = {
     InvalidArgument: (400, "invalid_request_error"),
@@ -61,6 +66,7 @@ HTTP_STATUS: dict[type[MnemoError], tuple[int, str]] = {
     NotAuthenticated: (401, "invalid_request_error"),
     Forbidden: (403, "permission_error"),
     UnsupportedMediaType: (415, "invalid_request_error"),
+    TooManyRequests: (429, "rate_limit_error"),
     NotFound: (404, "invalid_request_error"),
     TooLarge: (413, "invalid_request_error"),
     UpstreamError: (502, "upstream_error"),
@@ -99,8 +105,9 @@ class ErrorBody(msgspec.Struct):
 
 def error_body(exc: MnemoError) -> dict[str, Any]:
     _, error_type = http_status(exc)
+    # A message may quote a URL another library put in its exception: never its password.
     body: dict[str, Any] = msgspec.to_builtins(
-        ErrorBody(ErrorDetail(exc.message, error_type, exc.param, exc.code))
+        ErrorBody(ErrorDetail(hide_credentials(exc.message), error_type, exc.param, exc.code))
     )
     return body
 
@@ -114,6 +121,7 @@ _WHEN = {
     408: "the body did not arrive within request_body_timeout_seconds",
     413: "the body is larger than max_body_bytes",
     415: "the body's Content-Type is not the one the route takes",
+    429: "the key has as many uploads under way as it may",
     503: "memory is disabled on this proxy",
 }
 

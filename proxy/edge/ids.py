@@ -24,9 +24,11 @@ def normalised_id(value: str) -> str:
 
 def header_id(request: Request[Any, Any, Any], name: str) -> str:
     """The id a header carries ("" when absent), as UTF-8 text in NFC."""
-    raw = request.headers.get(name, "").strip()
+    # Decoded before it is stripped: read as latin-1, the last byte of "à" (C3 A0) or "ą"
+    # (C4 85) is a blank, and stripping it first broke the UTF-8 ("voilà" got a 400).
+    raw = request.headers.get(name, "")
     try:
-        value = raw.encode("latin-1").decode("utf-8")
+        value = raw.encode("latin-1").decode("utf-8").strip()
     except UnicodeError:
         raise InvalidArgument(f"{name} is not valid UTF-8 text", param=name) from None
     if len(value) > MAX_ID_CHARS:

@@ -1,10 +1,19 @@
 """Client and admin keys: created once, kept only as hashes in `keys_file`.
 
 A key is 32 random bytes, so a plain SHA-256 of it cannot be reversed or guessed; the file
-holds its id, hash, the agents it is bound to (none: any agent) and whether it may use the
-admin routes. Lookups compare hashes in constant time. The file is re-read when it
-changes, so `mnemoproxy keys add` or `revoke` takes effect on a running proxy within a
-second.
+holds its id, hash, the agents whose memory it reaches and whether it may use the admin
+routes. Lookups compare hashes in constant time. The file is re-read when it changes, so
+`mnemoproxy keys add` or `revoke` takes effect on a running proxy within a second.
+
+A key reaches memory only through an explicit agent list: `("alice", "bob")`, or `("*",)`
+for every agent. A key without one (`agents` null in the file, as every key made before
+lists existed had) relays chats and reads and writes no memory; an admin key reaches
+every agent whatever its list.
+
+Once a key has existed the proxy stays closed without one: `once_had_keys` holds while
+the file lists any key (revoked ones too) or the marker file in data_dir (`keys.required`,
+written whenever active keys are seen) exists, so neither revoking every key nor removing
+the file opens it. `reset` (`mnemoproxy keys reset`) removes both.
 """
 
 from __future__ import annotations
@@ -21,21 +30,29 @@ from pathlib import Path
 from mnemoproxy.errors import SettingError
 
 KEY_PREFIX = "mp-"
+EVERY_AGENT = "*"
+MARKER_NAME = "keys.required"
 RELOAD_SECONDS = 1.0
-_SESSION_CONTEXT = b"mnemoproxy inspector session:"
 
 
 @dataclass(frozen=True)
 class Key:
     id: str
     hash: str
-    agents: tuple[str, ...] | None = None  # None: any agent
+    agents: tuple[str, ...] | None = None  # None or empty: no agent's memory
     admin: bool = False
     created_at: float = field(default_factory=time.time)
     revoked_at: float | None = None
 
+    @property
+    def reaches_memory(self) -> bool:
+        """Whether the key reaches any agent's memory (else it only relays chats)."""
+        return self.admin or bool(self.agents)
+
     def may_use(self, agent_id: str) -> bool:
-        return self.agents is None or agent_id in self.agents
+        """Whether its agent list names `agent_id` (or every agent)."""
+        agents = self.agents or ()
+        return EVERY_AGENT in agents or agent_id in agents
 
     def as_dict(self) -> dict[str, object]:
         """What `keys list` shows: everything but the hash."""
@@ -54,8 +71,10 @@ def keys_path(keys_file: str, data_dir: str) -> Path:
 
 
 class KeyFile:
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, *, marker: Path | None = None) -> None:
         self.path = path
+        # Where "this proxy has had keys" is kept apart from the keys (None: nowhere).
+        self.marker = marker
         self._keys: list[Key] = []
         self._stamp: tuple[int, int] | None = None
         self._checked = 0.0
@@ -69,11 +88,32 @@ class KeyFile:
         self._refresh()
         return list(self._keys)
 
+    @classmethod
+    def of(cls, keys_file: str, data_dir: str) -> KeyFile:
+        """The keys a proxy with these settings uses, its marker in data_dir."""
+        return cls(keys_path(keys_file, data_dir), marker=Path(data_dir) / MARKER_NAME)
+
     @property
     def active(self) -> list[Key]:
         self._refresh()
         return [k for k in self._keys if k.revoked_at is None]
 
+    @property
+    def once_had_keys(self) -> bool:
+        """Whether keys have existed here: the file lists one (revoked or not), or the
+        marker says so."""
+        self._refresh()
+        return bool(self._keys) or (self.marker is not None and self.marker.exists())
+
+    def reset(self) -> int:
+        """Remove every key and the marker: the proxy serves loopback without keys again.
+        Returns how many active keys were removed."""
+        active = len(self.active)
+        for path in (self.path, self.marker):
+            if path is not None:
+                path.unlink(missing_ok=True)
+        self._keys, self._stamp = [], None
+        return active
     def find(self, secret: str) -> Key | None:
         """The active key with this secret, compared in constant time against each."""
         presented = _hash(secret)
@@ -82,21 +122,6 @@ class KeyFile:
             if hmac.compare_digest(presented, key.hash):
                 found = key
         return found
-
-    def session_token(self, key: Key) -> str:
-        """What the inspector's sign-in cookie holds for a key: its id and a MAC of it, never
-        the secret itself (a browser sends cookies to every port of the host, and the secret
-        also opens the JSON routes). It lives as long as the key: revoking ends it."""
-        mac = hmac.new(key.hash.encode(), _SESSION_CONTEXT + key.id.encode(), hashlib.sha256)
-        return f"{key.id}.{mac.hexdigest()}"
-
-    def find_session(self, token: str) -> Key | None:
-        """The active key a session token was made for."""
-        key_id = token.partition(".")[0]
-        for key in self.active:
-            if key.id == key_id and hmac.compare_digest(self.session_token(key), token):
-                return key
-        return None
 
     def _refresh(self) -> None:
         now = time.monotonic()
@@ -126,6 +151,24 @@ class KeyFile:
                 "again with `mnemoproxy keys add`", param="keys_file"
             ) from exc
         self._keys, self._stamp = keys, stamp
+        if any(k.revoked_at is None for k in keys):
+            self._mark()
+
+    def _mark(self) -> None:
+        """Keep, apart from the keys, that there have been keys: in data_dir when that
+        folder exists (or holds the keys file), never by making a folder elsewhere."""
+        marker = self.marker
+        if marker is None or marker.exists():
+            return
+        if not (marker.parent.is_dir() or marker.parent == self.path.parent):
+            return
+        try:
+            marker.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+            descriptor = os.open(marker, os.O_WRONLY | os.O_CREAT, 0o600)
+            with os.fdopen(descriptor, "w", encoding="utf-8") as out:
+                out.write("keys were configured here; `mnemoproxy keys reset` removes this\n")
+        except OSError:  # a read-only data_dir: the keys file alone remembers
+            pass
 
     # -- changing ----------------------------------------------------------------------
 

@@ -14,14 +14,31 @@ import sys
 from datetime import UTC, datetime
 from typing import TextIO
 
+from mnemoproxy.config.urls import hide_credentials
+
 TEXT_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
+
+
+class TextFormatter(logging.Formatter):
+    """TEXT_FORMAT, with the credentials of any URL in a line hidden (config/urls.py): an
+    exception's text or a setting's value may quote one."""
+
+    def __init__(self) -> None:
+        super().__init__(TEXT_FORMAT)
+
+    def format(self, record: logging.LogRecord) -> str:
+        return hide_credentials(super().format(record))
 
 
 class JsonFormatter(logging.Formatter):
     """One JSON object per record: time (UTC, ISO 8601), level, logger, message, and
-    exc_info (the formatted traceback) when an exception was logged."""
+    exc_info (the formatted traceback) when an exception was logged; URLs' credentials
+    hidden as in the text format."""
 
     def format(self, record: logging.LogRecord) -> str:
+        return hide_credentials(self._entry(record))
+
+    def _entry(self, record: logging.LogRecord) -> str:
         entry = {
             "time": datetime.fromtimestamp(record.created, UTC).isoformat(timespec="milliseconds"),
             "level": record.levelname,
@@ -39,8 +56,7 @@ class JsonFormatter(logging.Formatter):
 def configure_logging(level: str, log_format: str, stream: TextIO | None = None) -> None:
     """The process's logging: `level` (debug ... error) and `log_format` (text, json)."""
     handler = logging.StreamHandler(stream or sys.stderr)
-    handler.setFormatter(JsonFormatter() if log_format == "json" else
-                         logging.Formatter(TEXT_FORMAT))
+    handler.setFormatter(JsonFormatter() if log_format == "json" else TextFormatter())
     logging.basicConfig(level=level.upper(), handlers=[handler], force=True)
     # httpx logs every request at INFO: a measurable cost per relayed request.
     logging.getLogger("httpx").setLevel(logging.WARNING)

@@ -26,7 +26,8 @@ from litestar.types import ControllerRouterHandler
 from mnemoproxy.errors import InvalidArgument, MnemoError
 from mnemoproxy.proxy.api.agents import AgentId, ItemId
 from mnemoproxy.proxy.edge.access import UI_COOKIE, caller, is_inspector, record_change
-from mnemoproxy.proxy.edge.errors import from_http_exception, http_status
+from mnemoproxy.proxy.edge.errors import error_body, from_http_exception, http_status
+from mnemoproxy.proxy.edge.sessions import SESSION_SECONDS
 from mnemoproxy.proxy.inspector.pages import agent_memory, agent_url, done, page
 from mnemoproxy.proxy.inspector.removals import REMOVAL_ROUTES
 from mnemoproxy.proxy.inspector.views import VIEW_ROUTES
@@ -76,19 +77,31 @@ async def login(request: Request[Any, Any, Any], services: NamedDependency[Servi
     """A key typed in becomes a session cookie for the inspector's pages (a token for the
     key, not the key: proxy/edge/keys.py); a key that is unknown, revoked or for chat only is
     refused. Without keys there is nothing to sign in to."""
-    keys = services.keys
-    if keys is None or not keys.active:
+    keys, sessions = services.keys, services.sessions
+    if keys is None or sessions is None or not keys.active:
         return Redirect("/ui", status_code=303)
     key = keys.find((await _form(request)).get("key", "").strip())
-    if key is None or not (key.admin or key.agents):
+    if key is None or not key.reaches_memory:
         return Redirect("/ui/login?refused", status_code=303)
-    cookie = Cookie(key=UI_COOKIE, value=keys.session_token(key), path="/ui", httponly=True,
-                    samesite="strict")
+    cookie = Cookie(key=UI_COOKIE, value=sessions.issue(key), path="/ui", httponly=True,
+                    samesite="strict", max_age=SESSION_SECONDS, secure=_over_tls(request))
     return Redirect("/ui", status_code=303, cookies=[cookie])
 
 
+def _over_tls(request: Request[Any, Any, Any]) -> bool:
+    """Whether the browser reached the inspector over TLS: directly, or through a reverse
+    proxy that says so (X-Forwarded-Proto). The cookie is then Secure."""
+    forwarded = request.headers.get("x-forwarded-proto", "").split(",")[0].strip().lower()
+    return request.url.scheme == "https" or forwarded == "https"
+
+
 @post("/logout", status_code=303)
-async def logout() -> Redirect:
+async def logout(request: Request[Any, Any, Any], services: NamedDependency[Services]
+                 ) -> Redirect:
+    """Sign out: the session ends on the server too, whatever copies of its cookie exist."""
+    token = request.cookies.get(UI_COOKIE)
+    if token and services.sessions is not None:
+        services.sessions.sign_out(token)
     return Redirect("/ui/login", status_code=303,
                     cookies=[Cookie(key=UI_COOKIE, value="", path="/ui", max_age=0)])
 
@@ -188,7 +201,7 @@ def _error_page(request: Request[Any, Any, Any], exc: Exception) -> Response[str
         exc = MnemoError("the proxy hit an internal error; it is logged, please report it")
     status, _ = http_status(exc)
     return page(request, "error.html.j2", status_code=status, status=status,
-                message=exc.message)
+                message=error_body(exc)["error"]["message"])
 
 
 def answer_inspector_in_html(handlers: Mapping[Any, Any]) -> dict[Any, Any]:

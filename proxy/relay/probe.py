@@ -2,7 +2,7 @@
 closed: no request is sent, so the model server logs nothing and no key is needed), with a
 short timeout, at start-up and then at most every PROBE_SECONDS, in the background.
 /health shows the last answer without waiting for a new one. URLs are shown without their
-credentials."""
+credentials (config/urls.py)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import contextlib
 import logging
 import time
 from dataclasses import dataclass
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import urlsplit
 
 from mnemoproxy.proxy.relay.upstream import Upstream
 
@@ -19,16 +19,6 @@ log = logging.getLogger(__name__)
 
 PROBE_TIMEOUT_SECONDS = 2.0
 PROBE_SECONDS = 30.0  # how long an answer is shown before it is asked again
-
-
-def without_credentials(url: str) -> str:
-    """A URL as the proxy shows it: `user:secret@` becomes `user:***@`."""
-    parts = urlsplit(url)
-    if "@" not in parts.netloc:
-        return url
-    userinfo, host = parts.netloc.rsplit("@", 1)
-    user = userinfo.split(":", 1)[0]
-    return urlunsplit(parts._replace(netloc=f"{user}:***@{host}" if user else f"***@{host}"))
 
 
 @dataclass(frozen=True)
@@ -44,7 +34,7 @@ class Reachability:
 class UpstreamProbe:
     def __init__(self, upstream: Upstream) -> None:
         self.upstream = upstream
-        self.url = without_credentials(upstream.base_url)
+        self.url = upstream.shown_url
         self.last = Reachability(None)
         self._looking: asyncio.Task[Reachability] | None = None
 

@@ -24,6 +24,7 @@ import aiohttp
 from yarl import URL
 
 from mnemoproxy.config.settings import Settings
+from mnemoproxy.config.urls import hide_credentials, without_credentials
 from mnemoproxy.errors import UpstreamError, UpstreamTimeout
 
 log = logging.getLogger(__name__)
@@ -101,9 +102,9 @@ def translate_error(
             f"the model server at {base_url} did not answer in time; retry, or {remedy}"
         )
     where = f"that {url_setting} is right" if url_setting else "that its URL is right"
-    return UpstreamError(
+    return UpstreamError(hide_credentials(
         f"no usable answer from the model server at {base_url} ({type(chain[-1]).__name__}: "
-        f"{chain[-1]}); check that it is running and {where}",
+        f"{chain[-1]}); check that it is running and {where}"),
     )
 
 
@@ -207,6 +208,8 @@ class Upstream:
 
     def __init__(self, settings: Settings) -> None:
         self.base_url = settings.upstream_url.rstrip("/")
+        # What messages, /health and the log name it: without its credentials.
+        self.shown_url = without_credentials(self.base_url)
         self.api_key = settings.upstream_api_key
         self.total_seconds = settings.upstream_total_timeout_seconds
         self._session = _session(settings)
@@ -236,9 +239,9 @@ class Upstream:
                 response = await self._session.request(
                     method, url, headers=headers, data=content, allow_redirects=False)
         except Exception as exc:
-            raise deadline.error(exc, self.base_url) from exc
+            raise deadline.error(exc, self.shown_url) from exc
         return UpstreamResponse(
-            response, self.base_url, deadline, waited=time.perf_counter() - sent
+            response, self.shown_url, deadline, waited=time.perf_counter() - sent
         )
 
     async def post_json(
@@ -256,7 +259,7 @@ class Upstream:
         headers = {"content-type": "application/json"}
         if api_key:
             headers["authorization"] = f"Bearer {api_key}"
-        root = url.rsplit("/", 1)[0]
+        root = without_credentials(url.rsplit("/", 1)[0])
         limit = self._session.timeout if timeout is None else aiohttp.ClientTimeout(
             total=timeout)
         try:

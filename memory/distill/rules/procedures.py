@@ -24,11 +24,17 @@ MAX_STEPS = 20
 MAX_STEP_CHARS = 300
 MAX_NAME_CHARS = 120
 
-_LIST_LINE = re.compile(r"^\s*(?:\d{1,2}[.)]|[-*•])\s+(\S.*?)\s*$", re.MULTILINE)
+# These run on whole messages in the helper process, which no call timeout watches: each
+# is linear in the text. A line's blanks are spaces and tabs (whitespace that could span
+# lines made every one of a run of newlines scan the rest), runs are possessive, and a
+# name is read for at most NAME_SCAN characters before its closing comma.
+NAME_SCAN = 4 * MAX_NAME_CHARS
+_LIST_LINE = re.compile(r"^[^\S\n]*+(?:\d{1,2}[.)]|[-*•])[^\S\n]++(\S[^\n]*)", re.MULTILINE)
 _INLINE_NUMBER = re.compile(r"(?:^|(?<=\s))(\d{1,2})[.)]\s+")
-_SEQUENCE_START = re.compile(r"\bfirst(?:ly)?\b,?\s*", re.IGNORECASE)
+_SEQUENCE_START = re.compile(r"\bfirst(?:ly)?\b,?\s*+", re.IGNORECASE)
 _SEQUENCE_NEXT = re.compile(
-    r"[,;.]?\s*(?:\band\s+)?\b(?:then|next|after that|afterwards|finally|lastly)\b,?\s*",
+    r"(?:[,;.]\s*+|(?<![\s,;.])\s++|(?<![\s,;.]))(?:\band\s++)?"
+    r"\b(?:then|next|after that|afterwards|finally|lastly)\b,?\s*+",
     re.IGNORECASE)
 _SENTENCE_END = re.compile(r"[.!?](?:\s|$)")
 # A name in a lead-in or a question.
@@ -37,8 +43,9 @@ _TEACHING = (
     re.compile(r"\b(?:my|our|the) (?:steps|process|procedure|routine|recipe|checklist) "
                r"(?:for|to) (?P<name>[^:.!?\n]+)", re.I),
     re.compile(r"\bhow to (?P<name>[^:.!?\n,]+)", re.I),
-    re.compile(r"(?:^|[.!?]\s+)(?:so,?\s+)?(?:in order )?to (?P<name>[^:.!?\n,]+)[,:]", re.I),
-    re.compile(r"\bwhen(?:ever)? (?:i|we) (?P<name>[^:.!?\n,]+)[,:]", re.I),
+    re.compile(r"(?:^|[.!?]\s++)(?:so,?\s+)?(?:in order )?to "
+               rf"(?P<name>[^:.!?\n,]{{1,{NAME_SCAN}}}+)[,:]", re.I),
+    re.compile(rf"\bwhen(?:ever)? (?:i|we) (?P<name>[^:.!?\n,]{{1,{NAME_SCAN}}}+)[,:]", re.I),
 )
 _QUESTION = (
     re.compile(r"\bhow (?:do|can|should|would|could) (?:i|we|you|one) (?P<name>[^?.!\n]+)",
@@ -49,7 +56,10 @@ _QUESTION = (
 )
 _CONDITION = re.compile(r"\b(?P<when>(?:when(?:ever)?|if|before|after|each time) [^,:.!?\n]+)",
                         re.I)
-_TRAILING = re.compile(r"[\s,;:.!?]+$")
+# From the first of a run only: a run of dots not at the end is read once.
+_TRAILING = re.compile(r"(?<![\s,;:.!?])[\s,;:.!?]++$")
+_NAME_OPENING = re.compile(r"^(?:usually|always|normally|just)\s+", re.I)
+_NAME_CLOSING = re.compile(r"\s(?:now|again|these days|nowadays|today)$", re.I)
 
 
 def find_procedures(turns: Sequence[Turn]) -> list[ProcedureDraft]:
@@ -102,7 +112,7 @@ def _list_steps(text: str) -> list[str] | None:
 def _list_steps_with_lead(text: str) -> tuple[list[str] | None, str]:
     lines = list(_LIST_LINE.finditer(text))
     if len(lines) >= MIN_STEPS:
-        return _clean([m.group(1) for m in lines]), text[: lines[0].start()]
+        return _clean([m.group(1).rstrip() for m in lines]), text[: lines[0].start()]
     # "1. Pull the branch 2. Run the tests 3. Tag it" on one line: numbers 1, 2, 3 ...
     marks = [m for m in _INLINE_NUMBER.finditer(text)]
     run: list[re.Match[str]] = []
@@ -156,8 +166,7 @@ def _name(text: str, patterns: Sequence[re.Pattern[str]]) -> str | None:
         name = _TRAILING.sub("", " ".join(match.group("name").split()))
         # "deploy the app, first ..." is cut at its comma; "... when it breaks" stays out.
         name = _CONDITION.sub("", name).strip(" ,")
-        name = re.sub(r"^(?:usually|always|normally|just)\s+", "", name, flags=re.I)
-        name = re.sub(r"\s+(?:now|again|these days|nowadays|today)$", "", name, flags=re.I)
+        name = _NAME_CLOSING.sub("", _NAME_OPENING.sub("", name))
         if 2 <= len(name) <= MAX_NAME_CHARS:
             return name
     return None

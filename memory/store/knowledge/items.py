@@ -13,11 +13,15 @@ import time
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+from mnemoproxy.bounded import LruDict
 from mnemoproxy.memory.models import EpisodeDraft, FactDraft
 from mnemoproxy.memory.store.db import Database, require_agent
 from mnemoproxy.memory.store.records import Episode, Fact
 
 _CURRENT = "valid_to IS NULL AND deleted_at IS NULL"
+# Agents whose entity names are kept in memory (the ones read lately): any id a client
+# sends is read, so an entry per id ever seen would grow without end.
+ENTITY_CACHE_AGENTS = 4096
 # Tables whose rows carry use_count/last_used, by item type.
 _USE_TABLES = {"fact": "facts", "episode": "episodes"}
 
@@ -25,7 +29,7 @@ _USE_TABLES = {"fact": "facts", "episode": "episodes"}
 class ItemQueries(Database):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self._entity_cache: dict[str, list[str]] = {}
+        self._entity_cache: LruDict[str, list[str]] = LruDict(ENTITY_CACHE_AGENTS)
 
     # -- facts --------------------------------------------------------------------------
 

@@ -2,9 +2,16 @@
 
 Everything else in the store deletes softly (a row marked deleted stays for history);
 forgetting is the one hard delete, and it leaves nothing behind: every row of the agent (or
-the session) in every table, its full-text entries (FTS5 keeps deleted tokens in old
-segments until they are merged, so the indexes are optimised), and the pages that held its
-text (VACUUM rewrites the file without free pages; the WAL is checkpointed and truncated).
+the session) in every table, its full-text entries, and the pages that held its text.
+
+What a forget costs is what it deletes, never the whole database (any tenant may forget its
+own agent, in a loop): SQLite's writer overwrites deleted content with zeros as it deletes
+(secure_delete), a bounded number of the pages freed go back to the file system at once
+(incremental vacuum), and the WAL, which still holds pages as they were, is checkpointed
+and emptied. FTS5 keeps a deleted row's words in its index segments until they are merged:
+`scrub` merges them (and frees the rest of the pages; PostgreSQL: VACUUMs the tables), and
+memory runs it in the background shortly after a forget, at most once a minute
+(memory/service.py).
 """
 
 from __future__ import annotations
@@ -19,6 +26,9 @@ _ITEMS = (("transcript", "transcript"), ("facts", "fact"), ("episodes", "episode
 # Tables with an FTS mirror besides those: document chunks (no session owns them) and
 # procedures (their source session's: forgetting it deletes them).
 _OTHER_FTS = ("document_chunks", "procedures")
+# Freed pages handed back to the file system by one forget (4 KiB each): the rest go at the
+# next scrub.
+RECLAIM_PAGES = 4096
 
 
 class ForgetQueries(Database):
@@ -51,7 +61,7 @@ class ForgetQueries(Database):
                           "agents"):
                 column = "id" if table == "agents" else "agent_id"
                 await db.execute(f"DELETE FROM {table} WHERE {column} = ?", (agent_id,))
-        await self._scrub()
+        await self._reclaim(RECLAIM_PAGES)
         return {"messages": counts["transcript"], "facts": counts["facts"],
                 "episodes": counts["episodes"], "sessions": counts["sessions"]}
 
@@ -125,16 +135,17 @@ class ForgetQueries(Database):
                 column = "id" if table == "sessions" else "session_id"
                 await db.execute(f"DELETE FROM {table} WHERE agent_id = ? AND {column} = ?",
                                  (agent_id, session_id))
-        await self._scrub()
+        await self._reclaim(RECLAIM_PAGES)
         return {"messages": counts["transcript"], "facts": counts["facts"],
                 "episodes": counts["episodes"]}
 
-    async def _scrub(self) -> None:
-        """Leave no deleted text anywhere: the full-text indexes merged (FTS5 keeps deleted
-        tokens in old segments until then), the file rewritten without its free pages, and
-        the WAL, which still holds pages as they were, emptied. On PostgreSQL, the tables
-        the text was in are vacuumed: their dead rows' space is freed for reuse (the server
-        overwrites it in time; its own WAL and backups are the operator's)."""
+    async def scrub(self) -> None:
+        """Leave no deleted text anywhere, after forgets: the full-text indexes merged (FTS5
+        keeps deleted words in old segments until then), every free page handed back, the
+        WAL emptied. On PostgreSQL, the tables the text was in are vacuumed: their dead
+        rows' space is freed for reuse (the server overwrites it in time; its own WAL and
+        backups are the operator's). Costs about the size of the indexes: run in the
+        background, not by each forget."""
         if self.dialect == "postgres":
             async with self._write_lock:
                 for table in (*(table for table, _ in _ITEMS), *_OTHER_FTS, "sessions",
@@ -144,8 +155,17 @@ class ForgetQueries(Database):
         async with self._write() as db:
             for table in (*(table for table, _ in _ITEMS), *_OTHER_FTS):
                 await db.execute(f"INSERT INTO {table}_fts ({table}_fts) VALUES ('optimize')")
+        await self._reclaim(None)
+
+    async def _reclaim(self, pages: int | None) -> None:
+        """SQLite: hand up to `pages` free pages (None: all) back to the file system, and
+        empty the WAL, which still holds the pages as they were before the delete."""
+        if self.dialect == "postgres":
+            return
+        pragma = "PRAGMA incremental_vacuum" + ("" if pages is None else f"({int(pages)})")
         async with self._write_lock:
-            await self._writer.execute("VACUUM")  # outside any transaction
+            # As a script: a statement stepped once (sqlite3's execute) frees one page.
+            await self._writer.run(lambda conn: conn.executescript(pragma + ";"))
             for _ in range(50):  # a reader on an older snapshot keeps the WAL: wait for it
                 cursor = await self._writer.execute("PRAGMA wal_checkpoint(TRUNCATE)")
                 busy = await cursor.fetchone()

@@ -31,6 +31,7 @@ import psycopg
 from psycopg import pq
 from psycopg.rows import tuple_row
 
+from mnemoproxy.config.urls import without_credentials
 from mnemoproxy.errors import InvalidArgument, MemoryFailure
 from mnemoproxy.memory.store.db import ConnectionThread, Writer
 from mnemoproxy.memory.store.postgres.schema import PRIMARY_KEYS
@@ -379,7 +380,7 @@ class DatabaseOwnerLock:
 
     def __init__(self, url: str) -> None:
         self.url = url
-        self.where = without_password(url)
+        self.where = without_credentials(url)
         self._conn: psycopg.Connection[Any] | None = None
 
     @property
@@ -462,10 +463,7 @@ async def connect(url: str, migrations: Sequence[Migration]) -> tuple[AsyncWrite
             await writer.close()
             raise
     except psycopg.Error as exc:
-        raise MemoryFailure(f"cannot open the memory database at {without_password(url)}: "
+        raise MemoryFailure(f"cannot open the memory database at {without_credentials(url)}: "
                             f"{exc}".strip()) from exc
     return writer, reader
 
-
-def without_password(url: str) -> str:
-    return re.sub(r"(://[^:/@]+):[^@]*@", r"\1:***@", url)
