@@ -215,10 +215,14 @@ def _uses(messages: Sequence[_Message]) -> _Uses:
                  {t for t, n in before_word.items() if n > ending[t]})
 
 
-def _topics(weights: Weights, uses: _Uses, user_words: set[str]) -> list[str]:
+def _topics(
+    weights: Weights, uses: _Uses, user_words: set[str], reply_terms: Sequence[set[str]]
+) -> list[str]:
     """What the session was about, named by its nouns and names: pairs said at least twice
     come first and hide their own words; then single words the user said. Words used as
-    actions are left out, and so is a lone word that mostly qualifies another."""
+    actions are left out, and so is a lone word that mostly qualifies another. A pair only
+    the assistant said, in every one of several replies, is its boilerplate ("Here is the
+    fake upstream's answer")."""
     pairs: list[str] = []
     covered: set[str] = set()
     for term, weight in _ranked(weights):
@@ -227,7 +231,9 @@ def _topics(weights: Weights, uses: _Uses, user_words: set[str]) -> list[str]:
         first, second = term.split()
         if covered & {first, second} or {first, second} & uses.actions:
             continue
-        if not {first, second} & user_words:
+        if not {first, second} & user_words and len(reply_terms) > 1 and all(
+            {first, second} <= said for said in reply_terms
+        ):
             continue
         pairs.append(term)
         covered |= {first, second}
@@ -339,7 +345,8 @@ def build_episode(
     salience = min(0.9, 0.3 + 0.1 * len(facts) + 0.05 * (len(decisions) + len(action_items)))
     return EpisodeDraft(
         summary=_summary(user, weights, fact_sentences),
-        topics=_topics(weights, _uses([*user, *assistant]), user_words),
+        topics=_topics(weights, _uses([*user, *assistant]), user_words,
+                       [message.terms() for message in assistant]),
         entities=_entities(user, assistant),
         decisions=decisions,
         action_items=action_items,
