@@ -15,6 +15,7 @@ from mnemoproxy.gate.inject import inject
 from mnemoproxy.gate.messages import continues_after_tools, latest_user_index, message_text
 from mnemoproxy.gate.planner import MemoryBlock, Planner, Procedure
 from mnemoproxy.gate.relevance import REFERENCE_PROMPTS, HeuristicGate, make_gate
+from mnemoproxy.gate.relevance.asking import only_asks
 from mnemoproxy.gate.relevance.payload import split_request
 from mnemoproxy.gate.relevance.types import Evidence, Gate, GateContext, GateDecision
 from mnemoproxy.gate.tokens.counter import count_tokens
@@ -105,6 +106,13 @@ class ReadResult:
     decision: GateDecision
     block: MemoryBlock | None = None
     messages: list[dict[str, Any]] | None = None  # the messages to forward, when injected
+    only_asks: bool = False  # the message asks and tells nothing of the user's own
+
+    @property
+    def restates_memory(self) -> bool:
+        """Whether the turn this request makes will only say again what memory holds: it
+        asked, and memory was injected to answer it."""
+        return self.block is not None and self.only_asks
 
     @property
     def used(self) -> list[tuple[Kind, int]]:
@@ -186,9 +194,12 @@ class ReadPath:
             if found is None:
                 # The messages said around the best matches compete too: an answer
                 # often shares no word with the question, the line before it does.
-                found = await self.memory.search(
-                    agent_id, text, top_k=self.candidates, neighbours=True, now=now,
-                )
+                found = [
+                    result for result in await self.memory.search(
+                        agent_id, text, top_k=self.candidates, neighbours=True, now=now)
+                    # A turn that only asked what memory held says nothing of the user.
+                    if not result.provenance.get("restates_memory")
+                ]
             return found
 
         async def probe(names: Sequence[str]) -> Evidence:
@@ -236,7 +247,8 @@ class ReadPath:
             block = self.planner.plan((), (), decision, now, procedures=procedures)
             if block is None:
                 return ReadResult(decision)
-            return ReadResult(decision, block, inject(messages, block.text, self.injection))
+            return ReadResult(decision, block, inject(messages, block.text, self.injection),
+                              only_asks(text))
         if not decision.inject:
             return ReadResult(decision)
         identity = await self.memory.identity_facts(agent_id)
@@ -251,7 +263,8 @@ class ReadPath:
         ))
         if block is None:
             return ReadResult(decision)
-        return ReadResult(decision, block, inject(messages, block.text, self.injection))
+        return ReadResult(decision, block, inject(messages, block.text, self.injection),
+                          only_asks(text))
 
 
     async def procedures_for(self, agent_id: str, question: str) -> list[Procedure]:

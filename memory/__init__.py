@@ -20,7 +20,7 @@ contracts that cross the boundary, and the shared word handling.
 
 from mnemoproxy.memory.background.consolidate import ConsolidationReport
 from mnemoproxy.memory.core_model.client import CoreModel, JsonClient
-from mnemoproxy.memory.models import KINDS, SCOPES, Change, Kind, Turn
+from mnemoproxy.memory.models import KINDS, NEXT_TURN, SCOPES, Change, Kind, Turn
 from mnemoproxy.memory.search.hybrid import SearchResult
 from mnemoproxy.memory.service import Memory
 from mnemoproxy.memory.store.conversations.threads import ThreadSummary
@@ -37,6 +37,7 @@ __all__ = [
     "CHATTER",
     "DOCUMENT_EXTENSIONS",
     "KINDS",
+    "NEXT_TURN",
     "SCOPES",
     "STOP_WORDS",
     "WORD",

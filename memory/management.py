@@ -156,10 +156,9 @@ class Management:
         self, agent_id: str, fact_id: int, *, content: str | None = None,
         salience: float | None = None, keep: bool | None = None,
     ) -> int:
-        """Change a current fact. New content supersedes it (the old text stays as history;
-        the new fact is kept as the old one was) and the new fact's id is returned; a
-        salience or `keep` (consolidation never fades nor evicts a kept fact) alone is set
-        in place."""
+        """Change a current fact in place; its id is returned, the same one. New content
+        replaces its text (the old text stays in its history, as a value it superseded);
+        a salience or `keep` (consolidation never fades nor evicts a kept fact) is set."""
         current = await self.store.fact(agent_id, fact_id)
         if current is None or current.valid_to is not None:
             raise missing(agent_id, "current fact", fact_id)
@@ -167,13 +166,13 @@ class Management:
         if content is not None:
             content = self._writer.scrub(content)
         if content is not None and content != current.content:
-            draft = FactDraft(content, current.kind,  # type: ignore[arg-type]
-                              current.salience if salience is None else salience,
-                              list(current.tags), current.slot)
-            fact_id = await self.store.supersede_fact(agent_id, fact_id, draft)
+            rewritten = await self.store.rewrite_fact(
+                agent_id, fact_id, content, current.salience if salience is None else salience)
+            if not rewritten:
+                raise missing(agent_id, "current fact", fact_id)
         elif salience is not None:
             await self.store.set_fact_salience(agent_id, fact_id, salience)
-        if kept != (current.pinned_at is not None) or fact_id != current.id:
+        if kept != (current.pinned_at is not None):
             await self.store.set_fact_pinned(agent_id, fact_id, kept)
         return fact_id
 

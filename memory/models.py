@@ -27,11 +27,19 @@ Change = Literal["new", "updated", "unchanged"]
 
 @dataclass(frozen=True)
 class Turn:
-    """One exchange: the user's text and the assistant's reply, with when it happened."""
+    """One exchange: the user's text and the assistant's reply, with when it happened.
+    `restates_memory`: the user only asked, and memory was injected to answer: the turn
+    says again what memory holds, and is not served as memory itself."""
 
     user: str
     assistant: str
     at: datetime | None = None
+    restates_memory: bool = False
+
+
+# The index of a turn stored after whatever its session already holds (a client that sends
+# one message at a time carries no history to number its turns by).
+NEXT_TURN = -1
 
 
 @dataclass

@@ -295,6 +295,11 @@ class Memory(Management):
 
     # -- the write side ---------------------------------------------------------------------
 
+    async def recent_session(self, agent_id: str, prefix: str, quiet_seconds: float) -> str | None:
+        """The key of the agent's latest session whose key starts with `prefix` and that had
+        a turn within the last `quiet_seconds`; None when there is none."""
+        return await self.store.recent_session_key(agent_id, prefix, time.time() - quiet_seconds)
+
     async def record(
         self, agent_id: str, session_key: str, turns: Sequence[tuple[int, Turn]]
     ) -> int:

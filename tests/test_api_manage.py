@@ -36,9 +36,14 @@ def test_look_through_an_agents_memory_and_fix_it_by_hand(memory_proxy, fake_ups
 
     edited = httpx.patch(f"{url}/agents/dana/facts/{fact['id']}",
                          json={"content": "User prefers soy milk in coffee."}).json()
-    assert edited["id"] != fact["id"] and edited["salience"] == 0.9
-    old = httpx.get(f"{url}/agents/dana/facts/{fact['id']}").json()
-    assert old["status"] == "superseded" and old["superseded_by"] == edited["id"]
+    assert edited["id"] == fact["id"] and edited["salience"] == 0.9
+    assert edited["content"] == "User prefers soy milk in coffee."
+    detail = httpx.get(f"{url}/agents/dana/facts/{fact['id']}").json()
+    assert detail["status"] == "current"
+    assert [(h["content"], h["status"]) for h in detail["history"]] == [
+        ("User prefers oat milk in coffee.", "superseded"),
+        ("User prefers soy milk in coffee.", "current")]
+    assert detail["history"][0]["superseded_by"] == fact["id"]
     assert httpx.patch(f"{url}/agents/dana/facts/{edited['id']}",
                        json={"salience": 0.4}).json()["salience"] == 0.4
 
@@ -57,6 +62,35 @@ def test_look_through_an_agents_memory_and_fix_it_by_hand(memory_proxy, fake_ups
     found = wait_for(lambda: httpx.post(url + "/memory/search", json={
         "agent_id": "dana", "query": "milk coffee", "scope": "pinned"}).json()["results"] == [])
     assert found
+
+
+def test_an_edited_fact_keeps_its_id_and_deleting_that_id_removes_it(memory_proxy):
+    url = memory_proxy.url
+    httpx.post(url + "/memory/ingest", json={
+        "agent_id": "dana", "conversation_id": "c1", "session_date": "2024-05-01",
+        "turns": [{"user": "I live in Berlin.", "assistant": "Noted."}]})
+    httpx.post(url + "/memory/ingest", json={
+        "agent_id": "dana", "conversation_id": "c2", "session_date": "2024-05-02",
+        "turns": [{"user": "I moved to Paris.", "assistant": "Noted."}]})
+    [fact] = [f for f in httpx.get(url + "/agents/dana/facts").json()["facts"]
+              if "Paris" in f["content"]]
+    for content in ("User lives in Lyon", "User lives in Nantes"):
+        edited = httpx.patch(f"{url}/agents/dana/facts/{fact['id']}", json={"content": content})
+        assert edited.status_code == 200 and edited.json()["id"] == fact["id"]
+    detail = httpx.get(f"{url}/agents/dana/facts/{fact['id']}").json()
+    assert [h["content"] for h in detail["history"]] == [
+        "User lives in Berlin", "User lives in Paris", "User lives in Lyon",
+        "User lives in Nantes"]
+    assert detail["history"][-1]["id"] == fact["id"]
+
+    assert httpx.delete(f"{url}/agents/dana/facts/{fact['id']}").json()["deleted"]
+    current = httpx.get(url + "/agents/dana/facts").json()["facts"]
+    assert not any("lives in" in f["content"] for f in current)
+    assert httpx.get(f"{url}/agents/dana/facts/{fact['id']}").status_code == 404
+    everything = httpx.get(url + "/agents/dana/facts?status=all").json()["facts"]
+    assert {f["content"] for f in everything} >= {"User lives in Paris", "User lives in Lyon"}
+    gone = httpx.patch(f"{url}/agents/dana/facts/{fact['id']}", json={"content": "x"})
+    assert gone.status_code == 404
 
 
 def test_bad_management_requests_get_clear_4xx(memory_proxy):

@@ -60,7 +60,42 @@ CASES: list[tuple[str, list[tuple[str, str | None]]]] = [
     ("My sister, Maria, is visiting.",
      [("User has a sister named Maria", "identity:family:sister:maria")]),
     ("I work as a team lead.", [("User works as a team lead", "identity:occupation")]),
+    # Full names, things and people of the user's known by a name, places named with
+    # their kind.
+    ("My name is Dana Whitfield.", [("User's name is Dana Whitfield", "identity:name")]),
+    ("I am Ravi Menon.", [("User's name is Ravi Menon", "identity:name")]),
+    ("Hi, I'm Ravi Menon.", [("User's name is Ravi Menon", "identity:name")]),
+    ("Please call me Jo Ann.", [("User goes by Jo Ann", "identity:nickname")]),
+    ("I have a border collie called Biscuit.",
+     [("User has a border collie named Biscuit", "identity:named:border collie:biscuit")]),
+    ("We have a rescue greyhound called Pip, and he's lovely.",
+     [("User has a rescue greyhound named Pip", "identity:named:rescue greyhound:pip")]),
+    ("I have a friend whose name is Jo.",
+     [("User has a friend named Jo", "identity:named:friend:jo")]),
+    ("My neighbour, whose name is Ada, waters my plants.",
+     [("User's neighbour is named Ada", "identity:named:neighbour:ada")]),
+    ("My colleague is called Sam Ortiz.",
+     [("User's colleague is named Sam Ortiz", "identity:named:colleague:sam ortiz")]),
+    ("My boss's name is Tom.", [("User's boss is named Tom", "identity:named:boss:tom")]),
+    ("my new puppy is called Rex", [("User has a puppy named Rex", "identity:pet:rex")]),
+    ("I have two cats named Tom and Jerry.", [("User has a cat named Tom", "identity:pet:tom")]),
+    ("I work at St James hospital.", [("User works at St James hospital", "identity:employer")]),
+    ("I work at the Royal Free Hospital as a nurse.",
+     [("User works at the Royal Free Hospital", "identity:employer"),
+      ("User is a nurse", "identity:occupation")]),
+    ("I work at Bank of America.", [("User works at Bank of America", "identity:employer")]),
+    ("I live in New York City.", [("User lives in New York City", "identity:location")]),
+    ("I moved to Camden town last year.", [("User lives in Camden town", "identity:location")]),
+    ("I work at Google every day.", [("User works at Google", "identity:employer")]),
+    ("My favourite song is called Yesterday.",
+     [("User's favourite song is called Yesterday", "preference:song")]),
     # Not facts about the user.
+    ("I Am Legend Was A Great Movie", []),
+    ("What is my dog called?", []),
+    ("Is my neighbour called Ada?", []),
+    ("If my neighbour is called Ada, I'd be surprised.", []),
+    ("My friend said my dog is called Rex.", []),
+    ("I have an image called sem.", []),
     ("I'm tired.", []),
     ("I'm Catholic.", []),
     ("I'm Excited to start tomorrow.", []),
@@ -262,6 +297,24 @@ async def test_distill_a_realistic_session_end_to_end():
     assert 0 < len(episode.summary) <= 300
     assert "fraud detection" in episode.summary and "Thanks" not in episode.summary
     assert episode.salience == 0.9
+
+
+async def test_topics_name_what_the_session_is_about_not_its_requests():
+    echo = "Here is the fake upstream's answer: "
+    result = await RuleDistiller().distill(_session([
+        Turn("Can you tell me how to keep a sourdough starter alive?",
+             echo + "feed the starter daily."),
+        Turn("I was telling my friend about sourdough starter hydration. Write a short note "
+             "about hydration, and give me some tips.", echo + "hydration is the water ratio."),
+        Turn("Thanks! Could you explain why rye flour helps the starter?",
+             echo + "rye flour ferments fast."),
+    ]))
+    assert result.episode is not None
+    topics = result.episode.topics
+    assert topics[:2] == ["sourdough starter", "hydration"]
+    words = {w for topic in topics for w in topic.split()}
+    assert not words & {"telling", "tell", "write", "explain", "help", "tip", "fake", "upstream",
+                        "answer"}
 
 
 async def test_small_talk_yields_no_episode_and_no_facts():

@@ -14,6 +14,7 @@ the user plainly refers to is a wrong answer. Three modes:
     ├── scan.py       runs both over a message
     ├── heuristic.py  the heuristic gate (and mode off)
     ├── reference.py  requests anyone might send: the evidence's yardstick
+    ├── asking.py     does a message only ask (nothing of the user's own in it)?
     └── llm.py        the LLM gate (an arbiter over the heuristic)
 
 Only the latest user message's text is given (the caller extracts it from multimodal

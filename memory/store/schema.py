@@ -595,6 +595,11 @@ MIGRATIONS: tuple[Migration, ...] = (
     ("m014_import_identity", IMPORT_IDENTITY),
     # Chinese, Japanese, Korean and Thai found by their words (memory/text/segments.py).
     ("m015_unspaced_scripts", _M015_UNSPACED_SCRIPTS),
+    # A turn that only asked what memory, injected for it, already held: kept for search
+    # and audit, not served as memory again (proxy/chat/memory.py).
+    ("m016_turns_restating_memory",
+     "ALTER TABLE transcript ADD COLUMN restates_memory INTEGER NOT NULL DEFAULT 0;"),
+    # Where each fact was said (fact_sources above).
     ("m017_fact_sources", FACT_SOURCES),
 )
 

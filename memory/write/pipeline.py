@@ -20,7 +20,7 @@ from typing import Any
 from mnemoproxy.errors import MnemoError
 from mnemoproxy.memory.core_model.breaker import CircuitBreaker
 from mnemoproxy.memory.distill.protocol import Distiller
-from mnemoproxy.memory.models import Change, FactDraft, SessionInput, Turn
+from mnemoproxy.memory.models import NEXT_TURN, Change, FactDraft, SessionInput, Turn
 from mnemoproxy.memory.store import Store
 from mnemoproxy.memory.store.conversations.distillations import SessionDistillation
 from mnemoproxy.memory.store.records import PendingSignal
@@ -183,7 +183,7 @@ class WritePath:
         # skipped (one read) before any work (redaction, inserts) is spent on it; the
         # rest is one write transaction, session included.
         known, first_new = await self.store.session_progress(agent_id, session_key)
-        fresh = [(i, t) for i, t in turns if i >= first_new]
+        fresh = [(i, t) for i, t in turns if i >= first_new or i == NEXT_TURN]
         if known is not None and not fresh:
             self.scheduler.touch(agent_id, known)
             return 0
@@ -466,4 +466,5 @@ def _stamped(
     turns: Sequence[tuple[int, Turn]], scrub: Callable[[str], str], default: datetime | None
 ) -> list[tuple[int, Turn]]:
     now = datetime.now(UTC)
-    return [(i, Turn(scrub(t.user), scrub(t.assistant), t.at or default or now)) for i, t in turns]
+    return [(i, Turn(scrub(t.user), scrub(t.assistant), t.at or default or now, t.restates_memory))
+            for i, t in turns]

@@ -304,9 +304,9 @@ async def edit_fact(
     request: Request[Any, Any, Any], agent_id: AgentId, fact_id: ItemId,
     data: JSONBody[FactEdit], services: NamedDependency[Services],
 ) -> FactView:
-    """New content supersedes the fact (the answer is the new fact; the old one stays as
-    history); a salience or `pinned` (consolidation never fades nor evicts a pinned fact) alone
-    is set in place."""
+    """Edit the fact in place: it keeps its id. New content replaces its text (the old value
+    stays in its `history`); a salience or `pinned` (consolidation never fades nor evicts a
+    pinned fact) is set as sent."""
     agent_id, memory = services.agent_memory(request, agent_id)
     if data.content is None and data.salience is None and data.pinned is None:
         raise InvalidArgument("send content, salience or pinned", param="content")

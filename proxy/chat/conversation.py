@@ -8,6 +8,7 @@ a retried or replayed request land on the same turn, so recording is idempotent.
 from __future__ import annotations
 
 import hashlib
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -59,14 +60,38 @@ def read_conversation(messages: Sequence[dict[str, Any]]) -> RequestTurns:
     return RequestTurns(history, current)
 
 
+# Requests of one message each, from one agent with one system prompt, are one
+# conversation while no more than this passes between them.
+QUIET_GAP_SECONDS = 30 * 60
+
+
+def _digest(*parts: str) -> str:
+    return hashlib.sha256("\x1f".join(parts).encode()).hexdigest()[:20]
+
+
+def _system_prompt(messages: Sequence[dict[str, Any]]) -> str:
+    return next(
+        (message_text(m.get("content")) for m in messages if m.get("role") == "system"), ""
+    )
+
+
 def session_fingerprint(agent_id: str, messages: Sequence[dict[str, Any]]) -> str:
     """A stable session key when the client sends no X-Session-Id: the same agent, system
     prompt and opening user message mean the same conversation."""
-    system = next(
-        (message_text(m.get("content")) for m in messages if m.get("role") == "system"), ""
-    )
     first_user = next(
         (message_text(m.get("content")) for m in messages if m.get("role") == "user"), ""
     )
-    digest = hashlib.sha256("\x1f".join((agent_id, system, first_user)).encode()).hexdigest()
-    return "fp-" + digest[:20]
+    return "fp-" + _digest(agent_id, _system_prompt(messages), first_user)
+
+
+def one_message_family(agent_id: str, messages: Sequence[dict[str, Any]]) -> str | None:
+    """For a request whose only user message is the one being answered (a client that
+    sends one message at a time, with no history), the key prefix that the agent's
+    requests of this kind with the same system prompt share; None for any other request."""
+    if sum(1 for m in messages if m.get("role") == "user") != 1:
+        return None
+    return f"one-{_digest(agent_id, _system_prompt(messages))}-"
+
+
+def new_session_key(family: str) -> str:
+    return f"{family}{time.time_ns() // 1000:x}"

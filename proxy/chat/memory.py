@@ -13,8 +13,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from mnemoproxy.gate import ReadPath, ThreadCompressor, memory_headers
-from mnemoproxy.memory import Memory, Turn
-from mnemoproxy.proxy.chat.conversation import read_conversation, session_fingerprint
+from mnemoproxy.memory import NEXT_TURN, Memory, Turn
+from mnemoproxy.proxy.chat.conversation import (
+    QUIET_GAP_SECONDS,
+    new_session_key,
+    one_message_family,
+    read_conversation,
+    session_fingerprint,
+)
 from mnemoproxy.proxy.edge.metrics import Metrics
 from mnemoproxy.proxy.relay.sse import AssistantReply
 
@@ -31,6 +37,29 @@ class MemoryPlan:
     body: dict[str, Any] | None = None
     headers: dict[str, str] = field(default_factory=dict)
     request: dict[str, Any] = field(default_factory=dict)
+    # The request carries no history: its turn goes after what its session holds.
+    appends: bool = False
+    restates_memory: bool = False  # it only asked, and memory was injected to answer
+
+
+async def session_of(
+    memory: Memory, agent_id: str, session_id: str | None, messages: list[dict[str, Any]]
+) -> tuple[str, bool]:
+    """The request's session key, and whether its turn is appended to the session: the
+    client's X-Session-Id; for a request of one message (no history), the session of the
+    agent's latest such request with the same system prompt while the gap since it is
+    quiet enough, else a new one; else the fingerprint of the conversation's opening."""
+    if session_id:
+        return session_id, False
+    family = one_message_family(agent_id, messages)
+    if family is None:
+        return session_fingerprint(agent_id, messages), False
+    try:
+        recent = await memory.recent_session(agent_id, family, QUIET_GAP_SECONDS)
+    except Exception as exc:  # fail open: a session of its own, as the request was
+        log.warning("finding the session of agent %s failed: %r", agent_id, exc)
+        return session_fingerprint(agent_id, messages), False
+    return recent or new_session_key(family), True
 
 
 async def prepare(
@@ -50,11 +79,8 @@ async def prepare(
     counted in `metrics` (and shown by /health): a busy machine makes reads miss their
     deadline, and that must be visible and rare."""
     messages = body["messages"]
-    plan = MemoryPlan(
-        agent_id=agent_id,
-        session_key=session_id or session_fingerprint(agent_id, messages),
-        request=body,
-    )
+    session_key, appends = await session_of(memory, agent_id, session_id, messages)
+    plan = MemoryPlan(agent_id=agent_id, session_key=session_key, request=body, appends=appends)
     # Long threads first (context_budget_tokens): the memory block then goes into the
     # compressed messages, so it is never summarised away.
     context: dict[str, str] = {}
@@ -84,6 +110,7 @@ async def prepare(
         plan.headers = {**memory_headers("error"), "X-Memory-Error": "read_failed", **context}
         return plan
     plan.headers = {**result.headers(), **context}
+    plan.restates_memory = result.restates_memory
     metrics.gate_decisions[result.decision.section].inc()
     if result.messages is not None and result.block is not None:
         metrics.reads["injected"].inc()
@@ -112,6 +139,7 @@ async def remember(
     if reply.content or not reply.tool_calls:
         current = conversation.current
         answer = "\n".join(part for part in (current.assistant, reply.as_text()) if part)
-        turns.append((current.index, Turn(current.user, answer)))
+        index = NEXT_TURN if plan.appends else current.index
+        turns.append((index, Turn(current.user, answer, restates_memory=plan.restates_memory)))
     if turns:
         await memory.record_within(plan.agent_id, plan.session_key, turns, wait)

@@ -148,13 +148,14 @@ async def edit_fact(
     request: Request[Any, Any, Any], agent_id: AgentId, fact_id: ItemId,
     services: NamedDependency[Services],
 ) -> Redirect:
-    """The fact page's form: new text supersedes the fact (the page of the new one opens);
-    the salience and `keep` are set as sent (an unticked box stops keeping it)."""
+    """The fact page's form: new text replaces the fact's in place (the old text stays in
+    its history); the salience and `keep` are set as sent (an unticked box stops keeping
+    it)."""
     agent_id, memory = agent_memory(request, agent_id, services)
     form = await _form(request)
     content: str | None = _content(form)
     if content == (await memory.fact(agent_id, fact_id)).content.strip():
-        content = None  # the text is as it was: no new fact, its counts and source kept
+        content = None  # the text is as it was: no new value, its counts kept
     current = await memory.edit_fact(
         agent_id, fact_id, content=content,
         salience=_salience(form), keep=form.get("keep") == "true")

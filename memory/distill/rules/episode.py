@@ -33,7 +33,33 @@ _CHATTER = words(
     "feel feeling make made sounds sound glad lot lots thing things stuff way day time "
     "pretty totally definitely maybe bit kind sort also still actually especially "
     "absolutely help happy let tell said say looking look"
+    # The frame of a request rather than its subject: "give me some tips", "any ideas?"
+    " example examples tip tips idea ideas question questions information info advice "
+    "recommendation recommendations suggestion suggestions option options list detail details"
+    # Qualities any subject can have.
+    " new old best better worse good bad big small long little different same important "
+    "specific whole hard easy perfect"
 )
+
+
+# With no tagger, what a word is is read from its neighbours: after these a word is used
+# as a thing ("the painting", "for dinner") ...
+_BEFORE_A_THING = words(
+    "a an the my your our their his her its this these those some any each every no another "
+    "of for about with on in at from into by"
+)
+# ... after these as an action ("to reduce", "you offer", "can address") ...
+_BEFORE_AN_ACTION = words(
+    "to i you we they he she can could will would should shall may might must 'll 'd n't not "
+    "do does did please let 've"
+)
+# ... after these an -ing or -ed word is an action too ("was telling", "have prescribed") ...
+_AUXILIARIES = words("am is are was were be been being 'm 're 's have has had")
+# ... and so is a word with one of these right after it ("telling me", "help you").
+_OBJECT_PRONOUNS = words("me you us them him her it")
+# After these, or an auxiliary, a word is a quality ("so tough", "it's important").
+_DEGREES = words("so very too more most less quite pretty really super extremely")
+_THING, _ACTION, _AUXILIARY, _OBJECT, _DEGREE = 1, 2, 3, 4, 5
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,6 +71,8 @@ class _Form:
     alpha: bool
     lower: bool  # written in lower case
     name_like: bool  # capitalised, could be a proper name (text.is_name_like)
+    cue: int  # what it says of the word beside it: _THING, _ACTION, _AUXILIARY, _OBJECT or 0
+    inflected: bool  # ends like a verb form: -ing, -ed
 
 
 # Word form (spaCy orth id) -> its _Form. The same few thousand forms recur in every
@@ -66,14 +94,18 @@ def _form(vocab: Vocab, orth: int) -> _Form:
         and len(lexeme.orth_) > 2
         and not lexeme.is_stop
         and lower not in _CHATTER
+        and singular(lower) not in _CHATTER  # "helps", "tips"
         and not lower.endswith("ly")
     )
     name_like = (
         lexeme.is_title and lexeme.is_alpha and len(lexeme.orth_) > 1 and not lexeme.is_stop
         and lower not in WEEKDAYS and lower not in MONTHS
     )
+    cue = (_THING if lower in _BEFORE_A_THING else _ACTION if lower in _BEFORE_AN_ACTION
+           else _AUXILIARY if lower in _AUXILIARIES else _OBJECT if lower in _OBJECT_PRONOUNS
+           else _DEGREE if lower in _DEGREES else 0)
     form = _Form(lexeme.orth_, singular(lower) if content else None, lexeme.is_alpha,
-                 lexeme.is_lower, name_like)
+                 lexeme.is_lower, name_like, cue, lower.endswith(("ing", "ed")))
     if len(_FORMS) >= _FORMS_LIMIT:
         _FORMS.clear()
     _FORMS[orth] = form
@@ -136,15 +168,78 @@ def _term_weights(
     return weights, user_words
 
 
-def _topics(weights: Weights) -> list[str]:
-    """Pairs said at least twice come first and hide their own words; then single words."""
+@dataclass(frozen=True, slots=True)
+class _Uses:
+    """How a session uses its words, read from their neighbours: the words used more as
+    actions or qualities than as things ("telling", "offer", "important"), and the words
+    that mostly stand before another content word rather than end a phrase ("new",
+    "social"); a pair's second word may be one of those ("fraud detection pipeline")."""
+
+    actions: set[str]
+    modifiers: set[str]
+
+
+def _uses(messages: Sequence[_Message]) -> _Uses:
+    as_thing: Counter[str] = Counter()
+    as_action: Counter[str] = Counter()
+    as_quality: Counter[str] = Counter()
+    before_word: Counter[str] = Counter()
+    ending: Counter[str] = Counter()
+    for message in messages:
+        forms, starts = message.forms, message.sentence_starts
+        for i, form in enumerate(forms):
+            term = form.term
+            if term is None:
+                continue
+            before = forms[i - 1].cue if i and not starts[i] else 0
+            after = forms[i + 1] if i + 1 < len(forms) and not starts[i + 1] else None
+            if before == _THING:
+                as_thing[term] += 1
+            elif before == _ACTION or (before == _AUXILIARY and form.inflected) or (
+                after is not None and (after.cue == _OBJECT or (starts[i] and after.cue == _THING))
+            ):  # "Write a poem", "Tell me": a request opens on its verb
+                as_action[term] += 1
+            elif before in (_DEGREE, _AUXILIARY):
+                as_quality[term] += 1
+            if after is not None and after.term is not None:
+                before_word[term] += 1
+            else:
+                ending[term] += 1
+    # A word in -ed is an action or a quality unless it is once used as a thing ("the
+    # breed"): "moved", "prescribed".
+    past = {t for t in before_word.keys() | ending.keys()
+            if t.endswith("ed") and not as_thing[t]}
+    not_things = {t for counts in (as_action, as_quality) for t, n in counts.items()
+                  if n > as_thing[t]}
+    return _Uses(not_things | past,
+                 {t for t, n in before_word.items() if n > ending[t]})
+
+
+def _topics(
+    weights: Weights, uses: _Uses, user_words: set[str], reply_terms: Sequence[set[str]]
+) -> list[str]:
+    """What the session was about, named by its nouns and names: pairs said at least twice
+    come first and hide their own words; then single words the user said. Words used as
+    actions are left out, and so is a lone word that mostly qualifies another. A pair only
+    the assistant said, in every one of several replies, is its boilerplate ("Here is the
+    fake upstream's answer")."""
     pairs: list[str] = []
     covered: set[str] = set()
     for term, weight in _ranked(weights):
-        if " " in term and weight >= 2 and not covered & set(term.split()):
-            pairs.append(term)
-            covered |= set(term.split())
-    singles = [t for t, _ in _ranked(weights, singles_only=True) if t not in covered]
+        if " " not in term or weight < 2:
+            continue
+        first, second = term.split()
+        if covered & {first, second} or {first, second} & uses.actions:
+            continue
+        if not {first, second} & user_words and len(reply_terms) > 1 and all(
+            {first, second} <= said for said in reply_terms
+        ):
+            continue
+        pairs.append(term)
+        covered |= {first, second}
+    singles = [t for t, _ in _ranked(weights, singles_only=True)
+               if t not in covered and t in user_words and t not in uses.actions
+               and t not in uses.modifiers]
     return (pairs + singles)[:_MAX_TOPICS]
 
 
@@ -250,7 +345,8 @@ def build_episode(
     salience = min(0.9, 0.3 + 0.1 * len(facts) + 0.05 * (len(decisions) + len(action_items)))
     return EpisodeDraft(
         summary=_summary(user, weights, fact_sentences),
-        topics=_topics(weights),
+        topics=_topics(weights, _uses([*user, *assistant]), user_words,
+                       [message.terms() for message in assistant]),
         entities=_entities(user, assistant),
         decisions=decisions,
         action_items=action_items,

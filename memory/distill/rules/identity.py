@@ -26,16 +26,27 @@ from mnemoproxy.memory.distill.rules.spans import (
     mostly_title_case,
     phrase_after,
     proper_span,
+    singular,
+    slot_key,
 )
 from mnemoproxy.memory.models import FactDraft
 
 if TYPE_CHECKING:
-    from spacy.tokens import Doc, Span
+    from spacy.tokens import Doc, Span, Token
 
 _PLACE_BREAKS = frozenset({"with", "for", "since", "now", "right", "but", "and", "because"})
 _ORG_BREAKS = frozenset({"as", "in", "with", "since", "for", "and", "but", "because", "now"})
 _JOB_BREAKS = frozenset({"at", "for", "in", "with", "from", "who", "that", "and", "but", "since"})
 _LIST_JOINS = frozenset({"and", "or", "&"})
+
+
+def _with_kind(doc: Doc, named: Span) -> Span:
+    """A proper name and the lower-case word saying what kind of place it is, when one
+    follows: "St James hospital", "Camden town"."""
+    end = named.end
+    while end < named.sent.end and end - named.end < 2 and doc[end].lower_ in lex.PLACE_KINDS:
+        end += 1
+    return doc[named.start:end]
 
 
 def _named_or_phrase(
@@ -46,9 +57,9 @@ def _named_or_phrase(
     if start >= doc[start - 1].sent.end:
         return None
     if doc[start].lower_ == "the" and (named := proper_span(doc, start + 1)) is not None:
-        return doc[start:named.end]
+        return doc[start:_with_kind(doc, named).end]
     if (named := proper_span(doc, start)) is not None:
-        return named
+        return _with_kind(doc, named)
     phrase = phrase_after(doc, start, max_tokens=6, breaks=breaks)
     if phrase is None or phrase[0].lower_ not in {"a", "an", "the"}:
         return None
@@ -113,7 +124,11 @@ def _employer_facts(trigger: Trigger, start: int) -> list[FactDraft]:
 def _place_reader(slot: str, verb: str, salience: float, *, proper_only: bool = False) -> Handler:
     def read(trigger: Trigger) -> list[FactDraft]:
         doc = trigger.span.doc
-        place = proper_span(doc, trigger.end) if proper_only else _place(doc, trigger.end)
+        if proper_only:
+            place = proper_span(doc, trigger.end)
+            place = place and _with_kind(doc, place)
+        else:
+            place = _place(doc, trigger.end)
         if place is None:
             return []
         return [identity(f"User {still(trigger, verb)} {place.text}", slot, salience)]
@@ -131,11 +146,13 @@ def _name_after(trigger: Trigger, offset: int = 0, *, ends_clause: bool = True) 
     first = trigger.at(offset)
     if first is None or not is_name_like(first) or first.lower_ in lex.NOT_NAMES:
         return None
-    if first.lower_.endswith(lex.NOT_NAME_SUFFIXES) or mostly_title_case(first.sent):
+    if first.lower_.endswith(lex.NOT_NAME_SUFFIXES):
         return None
     doc, end = first.doc, first.i + 1
     while end < first.sent.end and end - first.i < 3 and is_name_like(doc[end]):
         end += 1
+    if mostly_title_case(first.sent, doc[first.i:end]):
+        return None
     if ends_clause and end < first.sent.end and not is_clause_break(doc[end]) and (
         doc[end].lower_ != "'s"
     ):
@@ -178,12 +195,83 @@ def _turned(trigger: Trigger) -> list[FactDraft]:
 
 
 def _relation_named(noun: str, name: str) -> FactDraft:
+    if (one := singular(noun)) != noun and (one in lex.PETS or one in lex.RELATIONS_MANY):
+        noun = one  # "two cats named Tom and Jerry": each is a cat
     if noun in lex.PETS:
         return identity(f"User has a {noun} named {name}", f"identity:pet:{name.lower()}", 0.8)
     if noun in lex.RELATIONS_SINGLE:
         return identity(f"User's {noun} is named {name}", f"identity:family:{noun}", 0.8)
     slot = f"identity:family:{lex.RELATIONS_MANY[noun]}:{name.lower()}"
     return identity(f"User has a {noun} named {name}", slot, 0.8)
+
+
+# How a name is given to what was just named: "a border collie called Biscuit", "my
+# neighbour, whose name is Ada", "my boss's name is Tom". Each form is a tuple of
+# positions, each position the words it may be.
+_CALLED_FORMS: tuple[tuple[tuple[str, ...], ...], ...] = (
+    (("named", "called"),),
+    (("whose",), ("name",), ("is", "'s")),
+    (("who", "that", "which"), ("is", "'s"), ("named", "called")),
+    (("is",), ("named", "called")),
+    (("'s",), ("name",), ("is",)),
+)
+# A kind word the favourite rule reads ("my favourite song is called ..."), not a thing
+# of the user's with a name.
+_NOT_KINDS = frozenset({"favourite", "favorite", "fave", "fav", "named", "called"})
+_MAX_KIND_WORDS = 3
+
+
+def _is_kind_word(token: Token) -> bool:
+    return token.is_lower and token.is_alpha and not token.is_stop and (
+        token.lower_ not in _NOT_KINDS
+    )
+
+
+def _kind_words_end(trigger: Trigger, offset: int) -> int:
+    """The offset after the lower-case words naming a kind of thing from `offset` on
+    ("border collie", "neighbour"), at most three of them."""
+    end = offset
+    while end - offset < _MAX_KIND_WORDS and (token := trigger.at(end)) is not None and (
+        _is_kind_word(token)
+    ):
+        end += 1
+    return end
+
+
+def _called_length(trigger: Trigger, offset: int) -> int | None:
+    """How many words (a comma before them included) give a name at `offset`: "called",
+    ", whose name is"; None when none does."""
+    comma = trigger.at(offset)
+    start = offset + 1 if comma is not None and comma.text == "," else offset
+    for form in _CALLED_FORMS:
+        tokens = [trigger.at(start + i) for i in range(len(form))]
+        if all(t is not None and t.lower_ in said for t, said in zip(tokens, form, strict=True)):
+            return start - offset + len(form)
+    return None
+
+
+def _named(kind: Span, name: str, *, owned: bool) -> FactDraft:
+    """A person or animal of the user's known by its name: pets and family in their own
+    slots; any other kind ("border collie", "neighbour") in a slot of its kind and name,
+    so only the same thing named again restates it."""
+    noun = kind[-1].lower_
+    if noun in lex.PETS or noun in lex.RELATIONS_SINGLE or noun in lex.RELATIONS_MANY:
+        return _relation_named(noun, name)
+    slot = f"identity:named:{slot_key(kind.text)}:{name.lower()}"
+    if owned:
+        return identity(f"User has {kind.doc[kind.start - 1].text} {kind.text} named {name}",
+                        slot, 0.75)
+    return identity(f"User's {kind.text} is named {name}", slot, 0.75)
+
+
+def _my_named(trigger: Trigger) -> list[FactDraft]:
+    """"my neighbour, whose name is Ada", "my boss is called Tom"."""
+    doc, start = trigger.span.doc, trigger.span.start + 1
+    end = start
+    while end < trigger.end and _is_kind_word(doc[end]):
+        end += 1
+    name = _name_after(trigger, 0, ends_clause=False)
+    return [_named(doc[start:end], name, owned=False)] if name and end > start else []
 
 
 def _my_relation(trigger: Trigger) -> list[FactDraft]:
@@ -212,6 +300,11 @@ def _have(trigger: Trigger) -> list[FactDraft]:
         return allergy_facts([doc[start + 1:phrase.end - 1].text])
     if trigger.followed_by(count.text.lower(), "allergy", "to"):
         return allergy_facts(list_items(doc, start + 3))
+    kind_end = _kind_words_end(trigger, 1)
+    if kind_end > 1 and (called := _called_length(trigger, kind_end)) is not None:
+        name = _name_after(trigger, kind_end + called, ends_clause=False)
+        kind = doc[start + 1:start + kind_end]
+        return [_named(kind, name, owned=True)] if name else []
     for offset in (1, 2, 3):
         noun_token = trigger.at(offset)
         if noun_token is None:
@@ -221,10 +314,6 @@ def _have(trigger: Trigger) -> list[FactDraft]:
             break
     else:
         return []
-    named_by = trigger.at(offset + 1)
-    if named_by is not None and named_by.lower_ in {"named", "called"}:
-        name = _name_after(trigger, offset + 2)
-        return [_relation_named(noun, name)] if name else []
     said = doc[start:start + offset + 1].text
     if noun in lex.PETS:
         return [identity(f"User has {said}", f"identity:pet:{lex.PETS[noun]}:count", 0.75)]
@@ -273,6 +362,8 @@ def _am_reader(trigger: Trigger) -> list[FactDraft] | None:
 
 
 _VERB_IN = word("in")
+_KIND_WORD = {"IS_LOWER": True, "IS_ALPHA": True, "IS_STOP": False,
+              "LOWER": {"NOT_IN": sorted(_NOT_KINDS)}, "OP": f"{{1,{_MAX_KIND_WORDS}}}"}
 # "I live in Berlin and work at Acme": the base-form verb after "and" still has "I" as its
 # subject, while a third party's verb would be inflected ("my brother lives ... and works").
 _SUBJECT = {"LOWER": {"IN": ["i", "we", "and"]}}
@@ -304,6 +395,11 @@ RULES: dict[str, Rule] = {
         _left_job,
     ),
     "turned": Rule([[I, ADV, word("turned")]], _turned),
+    "named": Rule(
+        [[MY, _KIND_WORD, {"ORTH": ",", "OP": "?"}, *[word(*said) for said in form]]
+         for form in _CALLED_FORMS],
+        _my_named,
+    ),
     "relation": Rule(
         [[MY, word(*lex.RELATIONS_SINGLE, *lex.RELATIONS_MANY, *lex.PETS)]], _my_relation
     ),

@@ -125,6 +125,19 @@ SETTLEMENTS = words(
     "neighborhood neighbourhood area region island capital"
 )
 
+# What kind of place a proper name is, when it is said after the name in lower case:
+# "St James hospital", "Camden town", "Stanford university".
+PLACE_KINDS = SETTLEMENTS | words(
+    "hospital clinic pharmacy school college university academy institute "
+    "institution library museum gallery church cathedral temple mosque synagogue bank "
+    "restaurant cafe café bakery bar pub hotel store shop supermarket market mall factory "
+    "mill office studio agency firm company corporation group lab laboratory centre "
+    "center foundation council charity shelter trust hall theatre theater cinema stadium "
+    "arena park zoo farm garden gardens airport station port harbour harbor prison "
+    "court department ministry embassy branch campus headquarters salon gym club nursery "
+    "kindergarten daycare"
+)
+
 # Preference objects that name no stable taste ("I love that idea").
 VAGUE_OBJECTS = words(
     "idea ideas sound sounds way thought thoughts fact look vibe vibes part feeling advice "

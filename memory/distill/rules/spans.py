@@ -84,10 +84,14 @@ def proper_span(doc: Doc, start: int) -> Span | None:
     return doc[start:end]
 
 
-def mostly_title_case(sentence: Span) -> bool:
-    """Headline-style text capitalises every word, so capitals say nothing about names."""
-    words = [t for t in sentence if t.is_alpha]
-    return len(words) >= 4 and sum(t.is_title for t in words) * 2 > len(words)
+def mostly_title_case(sentence: Span, apart_from: Span) -> bool:
+    """Headline-style text capitalises every word, so capitals say nothing about names.
+    Judged on the words other than `apart_from` (the name itself), the sentence's first
+    word and "I", which are capitalised in any sentence: "My name is Dana Whitfield" is
+    not a headline, "My Name Is Earl" is."""
+    words = [t for t in sentence[1:] if t.is_alpha and t.text != "I"
+             and not apart_from.start <= t.i < apart_from.end]
+    return len(words) >= 2 and sum(t.is_title for t in words) * 2 > len(words)
 
 
 def inside_quotes(token: Token) -> bool:

@@ -32,6 +32,17 @@ class SessionQueries(Database):
         )
         return (None, 0) if row is None else (int(row[0]), int(row[1]))
 
+    async def recent_session_key(self, agent_id: str, prefix: str, since: float) -> str | None:
+        """The key of the agent's latest session whose key starts with `prefix` and whose
+        last turn came at or after `since`; None when there is none."""
+        row = await self._fetchone(
+            "SELECT session_key FROM sessions WHERE agent_id = ? AND session_key LIKE ? "
+            "AND COALESCE(last_turn_at, started_at) >= ? "
+            "ORDER BY COALESCE(last_turn_at, started_at) DESC, id DESC LIMIT 1",
+            (require_agent(agent_id), prefix.replace("%", "").replace("_", "") + "%", since),
+        )
+        return None if row is None else str(row[0])
+
     async def latest_session(self, agent_id: str) -> tuple[int, str] | None:
         """The (id, key) of the agent's most recently active session, if any."""
         row = await self._fetchone(

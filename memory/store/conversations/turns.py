@@ -8,7 +8,7 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from mnemoproxy.memory.models import Turn
+from mnemoproxy.memory.models import NEXT_TURN, Turn
 from mnemoproxy.memory.store.conversations.sessions import touch_session, upsert_session
 from mnemoproxy.memory.store.db import Database, require_agent
 from mnemoproxy.memory.store.records import (
@@ -59,7 +59,9 @@ class TurnQueries(Database):
         (created on first sight, `started_at` or the first turn's time), each
         (turn_index, turn) as its two verbatim messages and, with `queue_signals`, a pending
         signal for distillation. Turns already stored are skipped. A turn without a time is
-        stamped now. Returns (session_id, how many turns were new)."""
+        stamped now; one at NEXT_TURN takes the index after the session's last turn (the
+        same turn sent again, the last one's). Returns (session_id, how many turns were
+        new)."""
         require_agent(agent_id)
         now = time.time()
         stamped = [(i, t, t.at.timestamp() if t.at is not None else now) for i, t in turns]
@@ -72,12 +74,13 @@ class TurnQueries(Database):
             )
             if not stamped:
                 return session_id, 0
+            numbered = _numbered(db, agent_id, session_id, stamped)
             cursor = db.executemany(
-                "INSERT OR IGNORE INTO transcript "
-                "(agent_id, session_id, turn_index, role, content, at) VALUES (?, ?, ?, ?, ?, ?)",
+                "INSERT OR IGNORE INTO transcript (agent_id, session_id, turn_index, role, "
+                "content, at, restates_memory) VALUES (?, ?, ?, ?, ?, ?, ?)",
                 [
-                    (agent_id, session_id, i, role, text, at)
-                    for i, t, at in stamped
+                    (agent_id, session_id, i, role, text, at, int(t.restates_memory))
+                    for i, t, at in numbered
                     for role, text in (("user", t.user), ("assistant", t.assistant))
                 ],
             )
@@ -87,7 +90,7 @@ class TurnQueries(Database):
                 db.executemany(
                     "INSERT OR IGNORE INTO pending_signals (agent_id, session_id, "
                     "turn_index, user_text, assistant_text, at) VALUES (?, ?, ?, ?, ?, ?)",
-                    [(agent_id, session_id, i, t.user, t.assistant, at) for i, t, at in stamped],
+                    [(agent_id, session_id, i, t.user, t.assistant, at) for i, t, at in numbered],
                 )
             return session_id, new_turns
 
@@ -224,3 +227,29 @@ def set_signal_status_rows(
 
 def _placeholders(values: Sequence[Any]) -> str:
     return ", ".join("?" * len(values)) or "NULL"
+
+
+def _numbered(
+    db: sqlite3.Connection, agent_id: str, session_id: int,
+    turns: list[tuple[int, Turn, float]],
+) -> list[tuple[int, Turn, float]]:
+    """`turns` with NEXT_TURN replaced by the index after the session's last turn, read in
+    the writing transaction so requests recorded at once still get one index each. A turn
+    whose user message is the last one's again is that turn: a retried request is stored
+    once."""
+    if all(i != NEXT_TURN for i, _, _ in turns):
+        return turns
+    last = db.execute(
+        "SELECT turn_index, content FROM transcript WHERE agent_id = ? AND session_id = ? "
+        "AND role = 'user' ORDER BY turn_index DESC LIMIT 1", (agent_id, session_id),
+    ).fetchone()
+    following = 0 if last is None else int(last[0]) + 1
+    numbered = []
+    for i, turn, at in turns:
+        if i == NEXT_TURN:
+            if last is not None and turn.user == last[1]:
+                i = int(last[0])
+            else:
+                i, following = following, following + 1
+        numbered.append((i, turn, at))
+    return numbered

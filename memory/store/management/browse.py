@@ -24,6 +24,13 @@ _SESSION_SELECT = (
 )
 
 
+# What a fact's old value keeps when an edit moves it to a history row.
+_FACT_COLUMNS = (
+    "agent_id, kind, slot, content, tags_json, salience, source_count, use_count, last_used, "
+    "valid_from, source_session_id, created_at, promoted_at, pinned_at"
+)
+
+
 def _session_of(row: Any) -> dict[str, Any]:
     return {"id": row[0], "conversation_id": row[1], "title": row[2], "started_at": row[3],
             "last_turn_at": row[4], "distilled_at": row[5], "messages": row[6],
@@ -129,6 +136,38 @@ class BrowseQueries(Database):
                 "UPDATE episodes SET deleted_at = ? WHERE agent_id = ? AND id = ? "
                 "AND deleted_at IS NULL", (time.time(), require_agent(agent_id), episode_id))
             return cursor.rowcount > 0
+
+    async def rewrite_fact(
+        self, agent_id: str, fact_id: int, content: str, salience: float
+    ) -> bool:
+        """New content for a current fact, in place: the fact keeps its id (so whatever
+        names it, a client or a later delete, still names it) and its old value becomes a
+        history row superseded by it, the last of its line of values. False when there is
+        no such current fact."""
+        require_agent(agent_id)
+        now = time.time()
+
+        def write(db: Any) -> bool:
+            cursor = db.execute(
+                f"INSERT INTO facts ({_FACT_COLUMNS}, valid_to, superseded_by, updated_at) "
+                f"SELECT {_FACT_COLUMNS}, ?, id, ? FROM facts WHERE agent_id = ? AND id = ? "
+                "AND valid_to IS NULL AND deleted_at IS NULL RETURNING id",
+                (now, now, agent_id, fact_id))
+            row = cursor.fetchone()
+            if row is None:
+                return False
+            # The value this one replaced (if any) now leads to the old value, not past it.
+            db.execute("UPDATE facts SET superseded_by = ? WHERE agent_id = ? "
+                       "AND superseded_by = ? AND id <> ?", (row[0], agent_id, fact_id, row[0]))
+            db.execute("UPDATE facts SET content = ?, salience = ?, source_count = 1, "
+                       "valid_from = ?, updated_at = ? WHERE agent_id = ? AND id = ?",
+                       (content, salience, now, now, agent_id, fact_id))
+            return True
+
+        rewritten = bool(await self._write_in_one_hop(write))
+        if rewritten:
+            self.content_changed.set()
+        return rewritten
 
     async def fact_history(self, agent_id: str, fact_id: int) -> list[int]:
         """The ids of the facts this one replaced, oldest first, and of those that replaced

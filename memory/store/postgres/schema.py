@@ -353,6 +353,9 @@ CREATE TABLE distillation_claims (
     ("p004_import_identity", IMPORT_IDENTITY),
     # Chinese, Japanese, Korean and Thai found by their words (memory/text/segments.py).
     ("p005_unspaced_scripts", _P005_UNSPACED_SCRIPTS),
+    # A turn that only asked what memory already held (schema.py, m016).
+    ("p006_turns_restating_memory",
+     "ALTER TABLE transcript ADD COLUMN restates_memory SMALLINT NOT NULL DEFAULT 0;"),
     # Where each fact was said (schema.py, m017).
     ("p007_fact_sources", FACT_SOURCES.replace("INTEGER", "BIGINT")),
 )
