@@ -197,8 +197,10 @@ class ReadPath:
                 found = [
                     result for result in await self.memory.search(
                         agent_id, text, top_k=self.candidates, neighbours=True, now=now)
-                    # A turn that only asked what memory held says nothing of the user.
-                    if not result.provenance.get("restates_memory")
+                    # A turn that only asked what memory held says nothing of the user; a
+                    # line a deleted or edited fact was drawn from was taken back.
+                    if not (result.provenance.get("restates_memory")
+                            or result.provenance.get("retracted"))
                 ]
             return found
 

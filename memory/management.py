@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any, Literal, TypeVar
 from mnemoproxy.config.settings import Settings
 from mnemoproxy.errors import InvalidArgument, NotFound
 from mnemoproxy.memory.background.scrub import ScrubSchedule
+from mnemoproxy.memory.distill.grounding import states
 from mnemoproxy.memory.models import Change, FactDraft, ProcedureDraft
 from mnemoproxy.memory.store import Store
 from mnemoproxy.memory.store.db import require_agent
@@ -137,8 +138,8 @@ class Management:
         messages = await self.store.session_transcript(agent_id, session_id)
         if not messages:
             raise missing(agent_id, "session", session_id)
-        return [{"turn_index": m.turn_index, "role": m.role, "content": m.content, "at": m.at}
-                for m in messages]
+        return [{"turn_index": m.turn_index, "role": m.role, "content": m.content, "at": m.at,
+                 "retracted": m.retracted} for m in messages]
 
     async def episodes(self, agent_id: str, *, limit: int, after_id: int) -> list[Episode]:
         await self._known(agent_id)
@@ -166,6 +167,8 @@ class Management:
         if content is not None:
             content = self._writer.scrub(content)
         if content is not None and content != current.content:
+            # The old value's own words are not served as current any more.
+            await self._retract(agent_id, current)
             rewritten = await self.store.rewrite_fact(
                 agent_id, fact_id, content, current.salience if salience is None else salience)
             if not rewritten:
@@ -176,9 +179,24 @@ class Management:
             await self.store.set_fact_pinned(agent_id, fact_id, kept)
         return fact_id
 
-    async def delete_fact(self, agent_id: str, fact_id: int) -> None:
-        """Delete a fact by hand: reads no longer see it; the row stays as history."""
+    async def delete_fact(self, agent_id: str, fact_id: int) -> int:
+        """Delete a fact by hand: reads no longer see it, nor the transcript lines that
+        stated it (they stay in the transcript, marked retracted); the row stays as
+        history. Returns how many lines were retracted."""
+        fact = must_exist(await self.store.fact(agent_id, fact_id), agent_id, "fact", fact_id)
         must_exist(await self.store.delete_fact(agent_id, fact_id), agent_id, "fact", fact_id)
+        return await self._retract(agent_id, fact)
+
+    async def _retract(self, agent_id: str, fact: Fact) -> int:
+        """Take the lines that stated `fact` out of what is served: those of the turns it was
+        drawn from, or, for a fact that does not know them (stored before facts kept their
+        turns), the lines of its session that say it (grounding's test of support)."""
+        lines = await self.store.fact_source_lines(agent_id, fact.id)
+        if not lines and fact.source_session_id is not None:
+            lines = [(i, text) for i, text in
+                     await self.store.session_lines(agent_id, fact.source_session_id)
+                     if states(fact.content, text)]
+        return await self.store.retract_lines(agent_id, [i for i, _ in lines])
 
     async def forget_session(self, agent_id: str, session_id: int) -> dict[str, int]:
         """Forget one session for good (memory/store/management/forget.py): its messages,

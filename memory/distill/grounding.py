@@ -283,6 +283,13 @@ def supported(fact: str, words: set[str], names: set[str] = frozenset(), *,
     return len(plain & words) / len(plain) >= share or (vouching and bool(shared))
 
 
+def states(fact: str, text: str) -> bool:
+    """Whether one message says `fact`, by the test a fact meets against the user's words
+    (a fact deleted by hand takes back the lines that say it)."""
+    language = detect_language(text)
+    return is_statement(fact) and supported(fact, root_words(text, language), language=language)
+
+
 def speaks_of_self(fact: str, sentences: list[set[str]], language: str = "en") -> bool:
     wanted = root_words(fact, language) - FACT_FRAME
     return any(wanted & sentence for sentence in sentences)

@@ -40,6 +40,7 @@ from mnemoproxy.memory.store.management.browse import BrowseQueries
 from mnemoproxy.memory.store.management.forget import ForgetQueries
 from mnemoproxy.memory.store.management.maintenance import MaintenanceQueries
 from mnemoproxy.memory.store.management.portable import PortableQueries
+from mnemoproxy.memory.store.management.retract import RetractQueries
 from mnemoproxy.memory.store.postgres import connections as postgres
 from mnemoproxy.memory.store.postgres.schema import PG_MIGRATIONS
 from mnemoproxy.memory.store.schema import MIGRATIONS, Migration
@@ -48,6 +49,7 @@ from mnemoproxy.memory.store.shared import SharedQueries
 
 class Store(
     BrowseQueries,
+    RetractQueries,
     ForgetQueries,
     PortableQueries,
     SessionQueries,

@@ -36,6 +36,7 @@ class TranscriptMessage:
     role: Role
     content: str
     at: float
+    retracted: bool = False  # a fact drawn from it was deleted or edited by hand
 
 
 @dataclass(frozen=True)

@@ -557,6 +557,9 @@ CREATE INDEX fact_sources_by_turn ON fact_sources (session_id, turn_index);
 """
 
 
+RETRACTED_LINES = "ALTER TABLE transcript ADD COLUMN retracted_at REAL;"
+
+
 MIGRATIONS: tuple[Migration, ...] = (
     ("m001_initial", _M001_TABLES),
     ("m002_full_text_search", _M002_FTS),
@@ -601,6 +604,9 @@ MIGRATIONS: tuple[Migration, ...] = (
      "ALTER TABLE transcript ADD COLUMN restates_memory INTEGER NOT NULL DEFAULT 0;"),
     # Where each fact was said (fact_sources above).
     ("m017_fact_sources", FACT_SOURCES),
+    # What a fact deleted or edited by hand said in its turns is no longer served
+    # (memory/store/management/retract.py).
+    ("m018_retracted_lines", RETRACTED_LINES),
 )
 
 

@@ -305,8 +305,9 @@ async def edit_fact(
     data: JSONBody[FactEdit], services: NamedDependency[Services],
 ) -> FactView:
     """Edit the fact in place: it keeps its id. New content replaces its text (the old value
-    stays in its `history`); a salience or `pinned` (consolidation never fades nor evicts a
-    pinned fact) is set as sent."""
+    stays in its `history`, and the transcript lines that stated it are no longer served);
+    a salience or `pinned` (consolidation never fades nor evicts a pinned fact) is set as
+    sent."""
     agent_id, memory = services.agent_memory(request, agent_id)
     if data.content is None and data.salience is None and data.pinned is None:
         raise InvalidArgument("send content, salience or pinned", param="content")
@@ -322,11 +323,13 @@ async def delete_fact(
     request: Request[Any, Any, Any], agent_id: AgentId, fact_id: ItemId,
     services: NamedDependency[Services],
 ) -> FactDeleted:
-    """Reads no longer see the fact; its row stays as history."""
+    """Reads no longer see the fact, nor the transcript lines it was drawn from (they stay
+    in the transcript, marked retracted: forget the session to remove them); its row stays
+    as history."""
     agent_id, memory = services.agent_memory(request, agent_id)
-    await memory.delete_fact(agent_id, fact_id)
+    retracted = await memory.delete_fact(agent_id, fact_id)
     await record_change(request, memory, agent_id)
-    return FactDeleted(agent_id, fact_id, deleted=True)
+    return FactDeleted(agent_id, fact_id, deleted=True, lines_retracted=retracted)
 
 
 AGENT_ROUTES = [

@@ -109,11 +109,14 @@ class FactPage(msgspec.Struct):
 
 
 class FactDeleted(msgspec.Struct):
-    """The fact is deleted: reads no longer see it; its row stays as history."""
+    """The fact is deleted: reads no longer see it, nor the transcript lines that stated it
+    (`lines_retracted`: they stay in the transcript, marked retracted); its row stays as
+    history."""
 
     agent_id: str
     fact_id: int
     deleted: Literal[True]
+    lines_retracted: int = 0
 
 
 # -- agents ----------------------------------------------------------------------------
@@ -211,12 +214,15 @@ class SessionPage(msgspec.Struct):
 
 
 class TranscriptLine(msgspec.Struct):
-    """One verbatim message of a session; a turn is a user message and its reply."""
+    """One verbatim message of a session; a turn is a user message and its reply.
+    `retracted`: a fact drawn from it was deleted or edited by hand, so it is no longer
+    served as memory."""
 
     turn_index: int
     role: Literal["user", "assistant"]
     content: str
     at: float
+    retracted: bool = False
 
 
 class SessionTranscript(msgspec.Struct):

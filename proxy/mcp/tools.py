@@ -86,10 +86,11 @@ def build_mcp(memory: Callable[[], Memory]) -> MCPServer:
     @server.tool()
     @said
     async def forget(agent_id: str, fact_id: int) -> dict[str, Any]:
-        """Delete one fact (reads no longer see it; it stays as history). An unknown fact
-        is an error naming the fact and the agent."""
-        await memory().delete_fact(normalised_id(agent_id), fact_id)
-        return {"deleted": fact_id}
+        """Delete one fact (reads no longer see it, nor the conversation lines that stated
+        it; it stays as history). An unknown fact is an error naming the fact and the
+        agent."""
+        retracted = await memory().delete_fact(normalised_id(agent_id), fact_id)
+        return {"deleted": fact_id, "lines_retracted": retracted}
 
     @server.tool()
     async def list_agents() -> list[dict[str, Any]]:

@@ -109,12 +109,12 @@ class TurnQueries(Database):
 
     async def session_transcript(self, agent_id: str, session_id: int) -> list[TranscriptMessage]:
         rows = await self._fetchall(
-            "SELECT turn_index, role, content, at FROM transcript "
+            "SELECT turn_index, role, content, at, retracted_at IS NOT NULL FROM transcript "
             "WHERE agent_id = ? AND session_id = ? "
             "ORDER BY turn_index, CASE role WHEN 'user' THEN 0 ELSE 1 END",
             (require_agent(agent_id), session_id),
         )
-        return [TranscriptMessage(r[0], r[1], r[2], r[3]) for r in rows]
+        return [TranscriptMessage(r[0], r[1], r[2], r[3], bool(r[4])) for r in rows]
 
     # -- pending signals (the debounced write path's durable queue) -------------------------
 

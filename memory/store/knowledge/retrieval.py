@@ -474,7 +474,8 @@ def _stored_item(item_type: ItemType, row: Any) -> StoredItem:
         return StoredItem(
             "transcript", item_type, row["id"], row["content"], row["at"],
             {"session_id": row["session_id"], "turn_index": row["turn_index"],
-             "role": row["role"], "restates_memory": bool(row["restates_memory"])},
+             "role": row["role"], "restates_memory": bool(row["restates_memory"]),
+             "retracted": row["retracted_at"] is not None},
         )
     if item_type == "document":
         return StoredItem(

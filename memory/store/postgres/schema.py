@@ -9,7 +9,12 @@ index; SQLite's trigger bodies become trigger functions. Steps are recorded in
 
 from __future__ import annotations
 
-from mnemoproxy.memory.store.schema import FACT_SOURCES, IMPORT_IDENTITY, Migration
+from mnemoproxy.memory.store.schema import (
+    FACT_SOURCES,
+    IMPORT_IDENTITY,
+    RETRACTED_LINES,
+    Migration,
+)
 from mnemoproxy.memory.text.segments import UNSPACED_CLASS
 
 # The text search configuration: English stemming, as SQLite's porter tokenizer.
@@ -358,6 +363,8 @@ CREATE TABLE distillation_claims (
      "ALTER TABLE transcript ADD COLUMN restates_memory SMALLINT NOT NULL DEFAULT 0;"),
     # Where each fact was said (schema.py, m017).
     ("p007_fact_sources", FACT_SOURCES.replace("INTEGER", "BIGINT")),
+    # Lines of facts deleted or edited by hand, not served (schema.py, m018).
+    ("p008_retracted_lines", RETRACTED_LINES.replace("REAL", "DOUBLE PRECISION")),
 )
 
 # The conflict target of each table SQLite's INSERT OR REPLACE writes (its primary key).
