@@ -385,3 +385,34 @@ def test_sentence_starts_are_the_sentencizers(text: str) -> None:
     parsed = parse(text)
     assert parsed.to_array([SENT_START]).tolist() == expected
     assert [s.text for s in parsed.sents] == [s.text for s in reference(text).sents]
+
+
+# --- other languages: the rules read English; elsewhere they must not make junk ---------
+
+FOREIGN_SESSIONS = {
+    "de": [Turn("Kannst du mir helfen, einen Elternbrief für den Wandertag zu formulieren? "
+                "Ich bin Grundschullehrerin in Freiburg und die Kinder brauchen Proviant.",
+                "Gern, hier ist ein Entwurf."),
+           Turn("Danke, klar, und bitte erwähne die Allergien der Kinder.", "Mache ich.")],
+    "es": [Turn("¿Me ayudas a redactar un mensaje para cambiar un turno con una compañera? "
+                "Soy enfermera en el hospital y el turno de noche me agota.", "Claro."),
+           Turn("Eso es, para mañana por la mañana, gracias.", "De nada.")],
+    "zh": [Turn("我家柯基叫豆豆，最近老是在家里乱尿，是不是生病了？", "可能需要看兽医。"),
+           Turn("好的，周末带它去看看。", "祝豆豆早日康复。")],
+    "ja": [Turn("札幌市立病院で看護師をしていて、夜勤明けにうまく眠れません。",
+                "遮光カーテンを試してみてください。")],
+}
+
+
+@pytest.mark.parametrize("language", sorted(FOREIGN_SESSIONS))
+async def test_other_languages_get_an_episode_and_no_made_up_facts(language: str) -> None:
+    session = SessionInput("a", "s", FOREIGN_SESSIONS[language], session_date=datetime(2025, 3, 3))
+    result = await RuleDistiller().distill(session)
+    assert result.pinned == [] and result.identity == []
+    assert result.episode is not None and result.episode.summary
+    assert result.episode.summary.split()[0] in FOREIGN_SESSIONS[language][0].user
+    # Topics are the session's own words, never the language's commonest ones.
+    function_words = {"kannst", "den", "ich", "danke", "klar", "para", "eso", "que", "una"}
+    assert not function_words & set(result.episode.topics)
+    if language == "de":
+        assert {"wandertag", "grundschullehrerin"} <= set(result.episode.topics)

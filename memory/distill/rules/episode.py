@@ -14,7 +14,9 @@ from mnemoproxy.memory.distill.rules.facts import FoundFact
 from mnemoproxy.memory.distill.rules.lexicon import words
 from mnemoproxy.memory.distill.rules.spans import singular
 from mnemoproxy.memory.models import EpisodeDraft
+from mnemoproxy.memory.text.language import detect_language
 from mnemoproxy.memory.text.parsing import MONTHS, WEEKDAYS
+from mnemoproxy.memory.text.rarity import zipf
 
 if TYPE_CHECKING:
     from spacy.tokens import Doc, Span
@@ -26,6 +28,10 @@ _SUMMARY_CHARS = 300
 _SUMMARY_SENTENCES = 3
 _TOP_TERMS = 12  # the words that say what a session was about, for scoring sentences
 _ASSISTANT_WEIGHT = 0.5
+# Outside English, a word at least this common in its language is a function word or chat.
+COMMON_ZIPF = 5.0
+# Scripts without spaces between words: the rules cannot count their words.
+UNSPACED_SCRIPTS = frozenset({"zh", "ja", "th"})
 # Words of chat that say nothing about what a session was about.
 _CHATTER = words(
     "yeah yes yep nope thanks thank hey hi hello lol haha wow cool nice great good awesome "
@@ -329,13 +335,37 @@ def _entities(user: Sequence[_Message], assistant: Sequence[_Message]) -> list[s
     return [spelled[key] for key, _ in mid_sentence.most_common(_MAX_ENTITIES)]
 
 
+def _common(term: str, language: str) -> bool:
+    """Whether every word of `term` is among its language's commonest (Zipf >= COMMON_ZIPF:
+    "kannst", "para", "делать"): such words say nothing of what a session was about."""
+    return all((z := zipf(word, language)) is not None and z >= COMMON_ZIPF
+               for word in term.split())
+
+
+def _plain_episode(user_docs: Sequence[Doc]) -> EpisodeDraft | None:
+    """A session in a script written without spaces, which the word counts above cannot
+    read: its summary is what the user said first, no topics (its words are still found
+    in the transcript, character by character)."""
+    said = " ".join(" ".join(doc.text.split()) for doc in user_docs).strip()
+    if not said:
+        return None
+    summary = said if len(said) <= _SUMMARY_CHARS else said[:_SUMMARY_CHARS - 1] + "…"
+    return EpisodeDraft(summary=summary, salience=0.3)
+
+
 def build_episode(
     user_docs: Sequence[Doc], assistant_docs: Sequence[Doc], found: Sequence[FoundFact]
 ) -> EpisodeDraft | None:
     """None for a session of small talk: no facts and under three distinct content words."""
+    language = detect_language(" ".join(doc.text for doc in user_docs))
+    if language in UNSPACED_SCRIPTS:
+        return _plain_episode(user_docs)
     user = [_Message.of(doc) for doc in user_docs]
     assistant = [_Message.of(doc) for doc in assistant_docs]
     weights, user_words = _term_weights(user, assistant)
+    if language != "en":  # the word lists above are English; the language's own commonest
+        weights = {t: w for t, w in weights.items() if not _common(t, language)}
+        user_words = {t for t in user_words if not _common(t, language)}
     if not found and len(user_words) < 3:
         return None
     facts = [f.fact for f in found]
