@@ -223,7 +223,8 @@ class Settings:
     )
     relevance_gate_mode: str = _setting(
         "heuristic",
-        "When to inject memory: off (always), heuristic (lexical rules + retrieval probe), "
+        "When to inject memory: off (always), heuristic (lexical rules + retrieval probe, "
+        "within a quarter of memory_read_deadline_seconds), "
         "llm (the heuristic, and where it is unsure whether to inject, a yes/no call to the "
         "core model within half of memory_read_deadline_seconds).",
         choices=("off", "heuristic", "llm"),

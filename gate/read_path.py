@@ -163,8 +163,7 @@ class ReadPath:
         gate = make_gate(
             settings.relevance_gate_mode,
             core=memory.core_model,
-            # Half the read's deadline: the search and the block must still fit after it.
-            core_timeout=settings.memory_read_deadline_seconds / 2,
+            read_deadline=settings.memory_read_deadline_seconds,
         )
         await asyncio.to_thread(_warm_up)
         await memory.reference_vectors(REFERENCE_PROMPTS)

@@ -57,20 +57,22 @@ __all__ = [
     "make_gate",
 ]
 
-def make_gate(mode: str, *, core: CoreModel | None = None, core_timeout: float = 1.0) -> Gate:
-    """The gate for the `relevance_gate_mode` setting; `core_timeout` bounds mode llm's
-    call to the core model."""
+def make_gate(mode: str, *, core: CoreModel | None = None, read_deadline: float = 2.0) -> Gate:
+    """The gate for the `relevance_gate_mode` setting, within a read of `read_deadline`
+    seconds: the retrieval probe may take a quarter of it and mode llm's call to the core
+    model half, so that the search and the block still fit after either."""
+    probe = HeuristicGate(probe_timeout=read_deadline / 4)
     if mode == "off":
         return AlwaysGate()
     if mode == "heuristic":
-        return HeuristicGate()
+        return probe
     if mode == "llm":
         if core is None:
             raise SettingError(
                 "relevance_gate_mode 'llm' needs the core model client; pass core=..., "
                 "or set relevance_gate_mode to 'heuristic'"
             )
-        return LLMGate(core, HeuristicGate(), timeout=core_timeout)
+        return LLMGate(core, probe, timeout=read_deadline / 2)
     raise SettingError(
         f"unknown relevance_gate_mode {mode!r}: use one of off, heuristic, llm",
         param="relevance_gate_mode",

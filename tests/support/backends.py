@@ -34,6 +34,18 @@ def store_url_for(data_dir: str) -> str:
     return _databases[key]
 
 
+def database_url(shown: str) -> str:
+    """The URL of the database an open store shows as `shown` (a store names its server
+    without credentials, and the cluster's user counts as one)."""
+    name = shown.rsplit("/", 1)[-1]
+    for url in _databases.values():
+        if url.rsplit("/", 1)[-1] == name:
+            return url
+    if _cluster is None:
+        raise LookupError(f"no database {name}: this run is on SQLite")
+    return _cluster.url(name)
+
+
 def add_store_backend_argument(parser: argparse.ArgumentParser) -> None:
     """A benchmark's --store-backend: where the memory it measures lives."""
     parser.add_argument(

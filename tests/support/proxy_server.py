@@ -25,7 +25,9 @@ from tests.support.ports import free_port
 def make_settings(**overrides: Any) -> Settings:
     """Settings for a test: nothing from the user's environment or working directory, and
     memory off unless the test turns it on (with a data_dir of its own)."""
-    values = {"enabled": False, **overrides}
+    # A generous read deadline: on a busy two-core machine the gate's probe alone can take
+    # longer than the default's share; tests of the deadline set their own.
+    values = {"enabled": False, "memory_read_deadline_seconds": 8.0, **overrides}
     if "store_url" not in values and "data_dir" in values:
         values["store_url"] = store_url_for(str(values["data_dir"]))
     return load_settings(cli=values, environ={}, read_default_file=False)

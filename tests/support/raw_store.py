@@ -12,7 +12,7 @@ from typing import Any
 
 from mnemoproxy.memory.store import Store, postgres
 from mnemoproxy.memory.store.cipher import with_text_functions
-from tests.support.backends import store_url_for
+from tests.support.backends import database_url, store_url_for
 
 DB_FILE = "memory.db"
 
@@ -24,7 +24,7 @@ def raw(where: Store | Path | str) -> Iterator[Any]:
     if isinstance(where, str) and postgres.is_postgres_url(where):
         url, file = where, Path()
     elif isinstance(where, Store):
-        url = str(where.path) if where.dialect == "postgres" else ""
+        url = database_url(str(where.path)) if where.dialect == "postgres" else ""
         file = Path(where.path)
     else:
         url = store_url_for(str(where))
