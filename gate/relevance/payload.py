@@ -185,10 +185,11 @@ MIN_FOREIGN_CHARS = 2
 
 def _without_foreign_runs(line: str) -> tuple[str, list[str]]:
     """A Latin-script line without its runs of other scripts, and those runs."""
-    latin = len(_LATIN_LETTER.findall(line))
     runs = [m for m in _FOREIGN_RUN.finditer(line) if len(m.group().strip()) >= MIN_FOREIGN_CHARS]
+    if not runs:
+        return line, []
     foreign = sum(len(m.group()) for m in runs)
-    if not runs or latin <= foreign:  # the line is written in the other script
+    if sum(1 for _ in _LATIN_LETTER.finditer(line)) <= foreign:  # written in the other script
         return line, []
     said, kept_from = [], 0
     for run in runs:

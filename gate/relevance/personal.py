@@ -139,9 +139,10 @@ def read_sentence(words: Sequence[str], signals: Personal, first_sentence: bool)
     if not words:
         return
     opening = [w for w in words if w.isalpha()][:3]
-    if _is_task(words, opening if first_sentence else ()):
+    cast = role_play(words)
+    if cast or _is_task(words, opening if first_sentence else (), cast=False):
         signals.task = True
-    if role_play(words):
+    if cast:
         signals.role_play = True
     if opening and _advice(words, opening):
         signals.advice = True
@@ -235,10 +236,11 @@ def role_play(words: Sequence[str]) -> bool:
     return any(tuple(words[: len(scene)]) == scene for scene in SCENE_OPENERS)
 
 
-def _is_task(words: Sequence[str], opening: Sequence[str]) -> bool:
+def _is_task(words: Sequence[str], opening: Sequence[str], *, cast: bool | None = None) -> bool:
+    """`cast`: whether the sentence is a role-play set-up, when already known."""
     if opening and opening[0] in TASK_OPENERS:
         return True
-    if role_play(words):
+    if role_play(words) if cast is None else cast:
         return True
     if len(opening) >= 2 and (opening[0], opening[1]) in TASK_PAIRS:
         return True

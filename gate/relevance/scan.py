@@ -37,6 +37,9 @@ from mnemoproxy.lazy import LazyResource
 # scanning only these keeps a 10k-character message nearly as cheap as a short one.
 HEAD_CHARS = 2000
 TAIL_CHARS = 500
+# And of those, the first and last sentences: a long message is mostly material.
+HEAD_SENTENCES = 12
+TAIL_SENTENCES = 6
 MIN_ENTITY_CHARS = 4
 ENTITY_MATCHER_CACHE_SIZE = 32
 
@@ -95,7 +98,8 @@ class CueScanner:
         self._lock = threading.Lock()
 
     def scan(self, message: str, known_entities: Sequence[str] = ()) -> Cues:
-        request = split_request(message)
+        # The instruction is read where a request says it, at its start and end.
+        request = split_request(scan_window(message))
         text = scan_window(request.instruction)
         cues = Cues(is_question=text.rstrip().endswith(("?", "？")),
                     has_payload=request.has_payload)
@@ -103,9 +107,10 @@ class CueScanner:
         words: set[str] = set()
         opening = closing = ""
         cues.names = list(dict.fromkeys(m.group(1) for m in QUOTED.finditer(text)))[:MAX_NAMES]
-        for number, sentence in enumerate(SENTENCE_BREAK.split(text)):
-            if not sentence:
-                continue
+        sentences = [s for s in SENTENCE_BREAK.split(text) if s]
+        if len(sentences) > HEAD_SENTENCES + TAIL_SENTENCES:
+            sentences = sentences[:HEAD_SENTENCES] + sentences[-TAIL_SENTENCES:]
+        for number, sentence in enumerate(sentences):
             doc = self._nlp.make_doc(sentence)
             # Token objects are made anew on each pass over a Doc: one pass serves all.
             tokens = list(doc)
