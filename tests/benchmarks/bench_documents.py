@@ -1,4 +1,4 @@
-"""Document retrieval (issue 19's knowledge base), measured through the public API.
+"""Document retrieval, measured through the public API.
 
     python -m tests.benchmarks.bench_documents [--documents 20] [--embedding-backend B]
 

@@ -1,4 +1,4 @@
-"""What hostile input costs a running proxy (issue 36's checks), through its HTTP API:
+"""What hostile input costs a running proxy, through its HTTP API:
 
     python -m tests.tools.measure_hostile_input
 
