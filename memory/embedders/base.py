@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import os
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any, Protocol
 
 import numpy as np
@@ -89,6 +91,16 @@ class LocalEmbedder:
 
     async def embed(self, texts: Sequence[str]) -> np.ndarray:
         return await asyncio.to_thread(self.encode, embeddable(texts))
+
+
+def file_sha256(path: Path) -> str:
+    """A model file's sha256, read a megabyte at a time (a hash pins the weights a model's
+    vectors are stored under)."""
+    digest = hashlib.sha256()
+    with path.open("rb") as stream:
+        while chunk := stream.read(1 << 20):
+            digest.update(chunk)
+    return digest.hexdigest()
 
 
 def l2_normalise(vectors: np.ndarray) -> np.ndarray:

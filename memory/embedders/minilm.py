@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import importlib.util
 import json
 from collections.abc import Sequence
@@ -16,6 +15,7 @@ from mnemoproxy.errors import SettingError
 from mnemoproxy.lazy import LazyResource
 from mnemoproxy.memory.embedders.base import (
     LocalEmbedder,
+    file_sha256,
     l2_normalise,
     lean_tokenizer,
     length_sorted_batches,
@@ -58,14 +58,6 @@ def _require(module: str) -> None:
         raise SettingError(f"The minilm embedder needs '{module}': run 'pip install {module}'.")
 
 
-def _file_sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as stream:
-        while chunk := stream.read(1 << 20):
-            digest.update(chunk)
-    return digest.hexdigest()
-
-
 @dataclass(frozen=True)
 class _LoadedModel:
     tokenizer: Any  # tokenizers.Tokenizer
@@ -80,7 +72,7 @@ def _load(model_dir: Path, expected_sha256: str) -> _LoadedModel:
 
     weights_path = model_dir / "model.safetensors"
     try:
-        actual = _file_sha256(weights_path)
+        actual = file_sha256(weights_path)
         config = json.loads((model_dir / "config.json").read_text())
         tokenizer = Tokenizer.from_file(str(model_dir / "tokenizer.json"))
     except OSError as exc:

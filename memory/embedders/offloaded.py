@@ -17,8 +17,9 @@ from mnemoproxy.memory.background.helper_process import HelperProcess
 from mnemoproxy.memory.embedders.base import LocalEmbedder, embeddable
 
 # The backends whose batches go to the helper process: local models light enough to hold
-# twice. minilm is not one of them (its weights and activations would double a larger
-# footprint); remote embedders spend no CPU here anyway.
+# twice. minilm and multilingual are not among them (their weights and activations would
+# double a larger footprint: multilingual's alone is ~120 MiB); remote embedders spend no
+# CPU here anyway.
 OFFLOADED_BACKENDS = frozenset({"wordllama"})
 
 # The embedding batches get a helper process of their own, beside the rules': with one child
