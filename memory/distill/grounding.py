@@ -22,6 +22,7 @@ from __future__ import annotations
 import logging
 import re
 from collections import Counter
+from collections.abc import Set
 from dataclasses import replace
 
 from mnemoproxy.memory.models import (
@@ -185,7 +186,8 @@ class Support:
         """The turn holding most of the fact's words (the first of equals); none when no
         turn holds any."""
         wanted = root_words(fact.content, self.language) - FACT_FRAME - REPORTING
-        best, best_count = (), 0
+        best: tuple[int, ...] = ()
+        best_count = 0
         for i in range(len(self._user_turns)):
             count = len(wanted & self._turn_words((i,), fact.content, self_only=True))
             if count > best_count:
@@ -264,7 +266,7 @@ def _run_counts(words: list[str]) -> Counter[tuple[str, ...]]:
     return Counter(tuple(words[i : i + REPEAT_RUN]) for i in range(len(words) - REPEAT_RUN + 1))
 
 
-def supported(fact: str, words: set[str], names: set[str] = frozenset(), *,
+def supported(fact: str, words: set[str], names: Set[str] = frozenset(), *,
               share: float = MIN_SUPPORT, vouching: bool = True, language: str = "en") -> bool:
     """Every name and number of `fact` is in `words` (a name may also be in `names`), and
     at least `share` of its other words are in `words`; with `vouching`, a name or number

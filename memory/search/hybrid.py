@@ -262,7 +262,8 @@ class Retriever:
         messages = [i for t, i in best if t == "transcript"][:FACT_SOURCES]
         facts = list(dict.fromkeys([
             *facts[:FACT_SOURCES], *await self.store.facts_drawn_from(agent_id, messages)]))
-        missing = [("fact", i) for i in facts if ("fact", i) not in items]
+        missing: list[tuple[ItemType, int]] = [
+            ("fact", i) for i in facts if ("fact", i) not in items]
         if missing:
             items.update(await self._fetch(agent_id, missing, since, frozenset({"pinned"})))
         sources = await self.store.fact_source_messages(

@@ -42,9 +42,10 @@ class AnnotatedCoreModel:
     def answer(self, prompt: str) -> dict[str, Any]:
         numbered = {_key(text): int(number) for number, text in _TURN.findall(prompt)}
         found = next((self.sessions[k] for k in numbered if k in self.sessions), None)
-        empty = {"episode": {"summary": "", "topics": [], "entities": [], "decisions": [],
-                             "action_items": [], "salience": 0.1},
-                 "pinned_candidates": [], "identity_facts": [], "procedures": []}
+        empty: dict[str, Any] = {
+            "episode": {"summary": "", "topics": [], "entities": [], "decisions": [],
+                        "action_items": [], "salience": 0.1},
+            "pinned_candidates": [], "identity_facts": [], "procedures": []}
         if found is None:
             return empty
         sample, session, ingested = found
