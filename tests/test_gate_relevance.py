@@ -19,7 +19,7 @@ from mnemoproxy.gate.relevance import (
     make_gate,
 )
 from mnemoproxy.gate.relevance.llm import MAX_ANSWER_TOKENS
-from mnemoproxy.gate.relevance.scan import HEAD_CHARS, TAIL_CHARS
+from mnemoproxy.gate.relevance.scan import HEAD_CHARS, TAIL_CHARS, shared_scanner
 from mnemoproxy.memory.core_model.client import Completion
 
 PETS = ("Luna", "Blue Lagoon", "Bob")
@@ -232,6 +232,37 @@ async def test_the_users_own_situation_gets_memory_sized_by_the_evidence(message
 async def test_requests_anyone_could_send_stay_quiet_on_ordinary_evidence(message: str) -> None:
     decision = await decide(message, Probe(0.37, names=("Earth", "Beatles")))
     assert decision.section == "none", decision.reason
+
+
+@pytest.mark.parametrize(
+    "message",
+    [
+        "Organise a dinner party for my parents-in-law, 8 people, two of them vegetarian.",
+        "Draft a weekly chore rota for me and my flatmates. There are four of us. Nobody "
+        "likes hoovering. The kitchen is the big job.",
+        "Suggest a reading list for my book club: we meet monthly, we like slow literary "
+        "novels, short ones please, nothing with a sad ending, and half of us read on the "
+        "train.",
+    ],
+)
+async def test_a_situation_told_with_its_own_particulars_needs_memory_to_stand_out(
+    message: str,
+) -> None:
+    # Counts, several sentences or many words of it: the request brings what it needs.
+    weak = await decide(message, Probe(0.15))
+    assert weak.section == "none", weak.reason
+    strong = await decide(message, Probe(0.37))
+    assert strong.section == "episode", strong.reason
+
+
+@pytest.mark.parametrize(
+    "message",
+    ["Why do we yawn when someone else yawns?", "Why am I always hungry after a swim?",
+     "Why does my voice sound strange on recordings?"],
+)
+async def test_why_in_the_present_asks_how_things_are_not_the_users_past(message: str) -> None:
+    assert shared_scanner().scan(message).personal.own_past is None
+    assert shared_scanner().scan("Why did I sell the blue bike?").personal.own_past
 
 
 async def test_a_task_about_the_users_situation_needs_clear_evidence() -> None:

@@ -203,6 +203,10 @@ class HeuristicGate:
                 return GateDecision("none", f"a task, nothing stands out: {seen}")
             if evidence.beats(SITUATED_FULL_BLOCK):
                 return GateDecision("episode", why)
+            if cues.particulars:
+                # A request that brings its own particulars (counts, dates, several
+                # sentences of them) asks for nothing memory must add, unless it stands out.
+                return GateDecision("none", f"the user's situation, told in full: {seen}")
             return GateDecision("episode", why, "low")
         if personal.task:
             return GateDecision("none", "a task anyone could ask for")
@@ -233,10 +237,11 @@ class HeuristicGate:
         user's own question fires when memory holds its words; and any question may still
         name what only memory knows or stand out in it."""
         language = context.language
-        if shape.task or cues.has_payload:
-            return GateDecision("none", f"a task anyone could ask for ({language})")
+        # Pointing back at what was said needs memory, whatever task it comes with.
         if shape.recall and (shape.first_person or shape.question):
             return GateDecision("episode", f"points back at what was said ({language})")
+        if shape.task or cues.has_payload:
+            return GateDecision("none", f"a task anyone could ask for ({language})")
         if not shape.question or context.probe is None:
             return GateDecision("none", f"no question to recall for ({language})")
         evidence = await self._probe(context.probe, cues.names)

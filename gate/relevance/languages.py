@@ -43,7 +43,7 @@ LEXICONS: dict[str, Lexicon] = {
                  "cuántas"),
         word_set("escribe escríbeme traduce tradúceme explica explícame resume redacta "
                  "corrige describe imagina haz"),
-        word_set("recuerdas acuerdas dije conté comenté mencioné sabes"),
+        word_set("recuerdas acuerdas recuérdame dije conté comenté mencioné sabes"),
     ),
     "fr": Lexicon(
         word_set("je j me m moi mon ma mes nous notre nos"),
@@ -51,7 +51,7 @@ LEXICONS: dict[str, Lexicon] = {
                  "pourquoi"),
         word_set("écris écrivez traduis traduisez explique expliquez résume résumez rédige "
                  "rédigez corrige corrigez décris imagine fais"),
-        word_set("souviens rappelles rappelez dit raconté mentionné sais"),
+        word_set("souviens rappelle rappelles rappelez dit raconté mentionné sais"),
     ),
     "pt": Lexicon(
         word_set("eu me mim meu minha meus minhas comigo nós nosso nossa nossos nossas "
@@ -66,7 +66,7 @@ LEXICONS: dict[str, Lexicon] = {
         word_set("che cosa chi quando dove come quale quali quanto quanta quanti quante "
                  "perché"),
         word_set("scrivi traduci spiega riassumi correggi descrivi immagina fai"),
-        word_set("ricordi ricorda detto raccontato menzionato sai"),
+        word_set("ricordi ricorda ricordami detto raccontato menzionato sai"),
     ),
     "nl": Lexicon(
         word_set("ik me mij mijn wij we ons onze"),
@@ -75,14 +75,15 @@ LEXICONS: dict[str, Lexicon] = {
         word_set("herinner herinnert gezegd verteld genoemd weet"),
     ),
     "ru": Lexicon(
-        word_set("я меня мне мной мой моя моё мое мои моего моей моих моим моими мы нас нам "
-                 "нами наш наша наше наши нашего нашей наших"),
+        word_set("я меня мне мной мой моя моё мое мою мои моего моей моему моём моем моих моим "
+                 "моими мы нас нам нами наш наша наше нашу наши нашего нашей нашему нашем "
+                 "наших"),
         word_set("что кто кого кому когда где куда откуда как какой какая какое какие "
                  "каком сколько почему зачем чей чья"),
         word_set("напиши напишите переведи переведите объясни объясните перескажи "
                  "сократи составь исправь опиши представь"),
-        word_set("помнишь помните рассказывал рассказывала рассказал рассказала говорил "
-                 "говорила упоминал упоминала знаешь"),
+        word_set("помнишь помните напомни напомните рассказывал рассказывала рассказал "
+                 "рассказала говорил говорила упоминал упоминала знаешь"),
     ),
     "zh": Lexicon(
         frozenset({"我", "咱"}),
@@ -90,7 +91,7 @@ LEXICONS: dict[str, Lexicon] = {
                    "来着", "是不是"}),
         frozenset({"翻译", "写一", "写个", "帮我写", "解释", "总结", "改写", "润色", "扮演",
                    "假装", "讲讲", "介绍一下", "科普"}),
-        frozenset({"记得", "说过", "告诉过", "提过", "讲过"}),
+        frozenset({"记得", "提醒", "说过", "告诉过", "提过", "讲过"}),
         reading="markers",
     ),
     "ja": Lexicon(

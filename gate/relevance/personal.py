@@ -37,6 +37,9 @@ NOT_OWN_DOING = word_set(
 )
 MODALS = word_set("should can could would might may will shall must 'd 'll")
 OPENING_AUX = word_set("did do have had was were am")
+# "Why do we see lightning first?", "why am I always tired?": the present asks why things
+# are as they are, not what the user did ("why did I cancel ...?").
+PRESENT_AUX = word_set("do does am")
 # Verbs whose object is someone asked or made to do something ("recipes want me to"):
 # that "me" is anyone reading them.
 CAUSING = word_set("want wants need needs expect expects ask asks make makes let lets")
@@ -101,7 +104,8 @@ LIKENING = word_set("like as though")
 # Words by which a request makes the user's own circumstances its condition.
 CONDITIONING = word_set("given for with considering despite around within under about")
 # Words after which a subject starts a clause inside the question, not its own subject.
-SUBORDINATING = LIKENING | WH_WORDS | word_set("if when whenever while because unless")
+SUBORDINATING = LIKENING | WH_WORDS | word_set(
+    "if when whenever while because unless before after until")
 
 REQUESTING = word_set("can could would will please give tell suggest recommend any")
 VIEW_VERBS = word_set("think recommend suggest reckon advise believe feel say")
@@ -283,6 +287,8 @@ def _own_past(words: Sequence[str], opening: Sequence[str]) -> str | None:
         before = words[i - 1] if i > 0 else ""
         if before == "how" and pair[0] in HOWTO_AUX:  # "... and how do we introduce her"
             continue
+        if before == "why" and pair[0] in PRESENT_AUX:  # a reason for how things are
+            continue
         if pair[0] in PERSONAL_AUX and pair[1] in SUBJECTS and (
             i + 2 >= len(words) or words[i + 2] not in NOT_OWN_DOING
         ):
@@ -291,10 +297,12 @@ def _own_past(words: Sequence[str], opening: Sequence[str]) -> str | None:
             return " ".join(pair)
         # "the total I spent", not "where I am", "when we cut them", "if I invest", "how
         # do we introduce her".
-        how_to = before in HOWTO_AUX and i > 1 and words[i - 2] == "how"
+        asked_how = i > 1 and (
+            (words[i - 2] == "how" and before in HOWTO_AUX)
+            or (words[i - 2] == "why" and before in PRESENT_AUX))
         if (pair[0] in SUBJECTS and pair[1].isalpha() and pair[1] not in NOT_OWN_DOING
                 and before not in NOT_OWN_DOING and before not in SUBORDINATING
-                and not how_to):
+                and not asked_how):
             return " ".join(pair)
         if pair[0] in PERSONAL_AUX and _first_person_after(words, i + 1):
             return f"{pair[0]} ... {_first_person_after(words, i + 1)}"

@@ -40,6 +40,10 @@ TAIL_CHARS = 500
 # And of those, the first and last sentences: a long message is mostly material.
 HEAD_SENTENCES = 12
 TAIL_SENTENCES = 6
+# A request this long (sentences, or words) tells its own situation rather than points at it.
+PARTICULAR_SENTENCES = 3
+PARTICULAR_WORDS = 25
+DIGIT = re.compile(r"\d")
 MIN_ENTITY_CHARS = 4
 ENTITY_MATCHER_CACHE_SIZE = 32
 
@@ -77,6 +81,9 @@ class Cues:
     # Capitalised words past a sentence's start and quoted phrases: possible names of
     # people, places and things the agent's memory may know.
     names: list[str] = field(default_factory=list)
+    # The request brings its own particulars: a number, or more than a short question's
+    # worth of sentences or words.
+    particulars: bool = False
 
 
 class CueScanner:
@@ -106,6 +113,7 @@ class CueScanner:
         entity_matcher = self._entity_matcher(known_entities)
         words: set[str] = set()
         opening = closing = ""
+        word_count = 0
         cues.names = list(dict.fromkeys(m.group(1) for m in QUOTED.finditer(text)))[:MAX_NAMES]
         sentences = [s for s in SENTENCE_BREAK.split(text) if s]
         if len(sentences) > HEAD_SENTENCES + TAIL_SENTENCES:
@@ -117,6 +125,7 @@ class CueScanner:
             lowered = [token.lower_ for token in tokens]
             sentence_words = set(lowered)
             words |= sentence_words
+            word_count += sum(map(str.isalpha, lowered))
             read_sentence(lowered, cues.personal, first_sentence=number == 0)
             for name in _names(tokens):
                 if len(cues.names) < MAX_NAMES and name not in cues.names:
@@ -130,6 +139,8 @@ class CueScanner:
                 cues.entity = _first_match(entity_matcher, doc)
         cues.is_question = cues.is_question or opening in INTERROGATIVES or closing in WH_LAST
         cues.is_request = opening in REQUEST_VERBS or "please" in words
+        cues.particulars = (len(sentences) >= PARTICULAR_SENTENCES
+                            or word_count > PARTICULAR_WORDS or DIGIT.search(text) is not None)
         cues.first_person = not words.isdisjoint(FIRST_PERSON)
         cues.second_person = not words.isdisjoint(SECOND_PERSON)
         return cues

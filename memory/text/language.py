@@ -65,8 +65,10 @@ def latin_language(text: str) -> str:
     """The Latin-script language whose frequent words `text` uses most (its words in other
     scripts aside); "en" when none stands out."""
     sample = text[:MAX_CHARS]
+    # A single letter tells no language: the pieces of "when's", "j'ai", "a", "y" and "e"
+    # are frequent words of several.
     words = Counter(word.lower() for word in _WORD.findall(sample)
-                    if script_language(word) is None)
+                    if len(word) > 1 and script_language(word) is None)
     scores = {
         language: sum(count for word, count in words.items() if word in _frequent(language))
         for language in LATIN_LANGUAGES
