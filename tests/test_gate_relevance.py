@@ -517,3 +517,31 @@ async def test_a_question_naming_what_only_memory_knows_fires_without_a_person()
     generic = Probe(0.1, words={"effective": 1, "stress": 2}, items=4000,
                     commonness={"effective": 4.9, "stress": 4.7})
     assert (await decide("What are effective ways to beat stress?", generic)).section == "none"
+
+
+async def test_a_fragment_pointing_at_what_the_user_spoke_of_fires_when_memory_holds_it() -> None:
+    fragment = "that podcast my cousin recommended on beekeeping"
+    held = Probe(0.1, words={"podcast": 2, "cousin": 5, "recommended": 9, "beekeeping": 1},
+                 commonness={"podcast": 4.2, "cousin": 4.3, "recommended": 4.6,
+                             "beekeeping": 2.4})
+    decision = await decide(fragment, held)
+    assert decision.section == "episode" and "beekeeping" in decision.reason
+    absent = Probe(0.1, words=dict.fromkeys(held.evidence.words, 0),
+                   commonness=dict(held.evidence.commonness))
+    # The same words absent from memory: at most the small block of a situation.
+    assert (await decide(fragment, absent)).confidence == "low"
+    # "that" opening a clause points at nothing.
+    assert shared_scanner().scan("I read somewhere that we dream in colour").personal \
+        .points_back is None
+
+
+@pytest.mark.parametrize(
+    ("typed", "read_as_question"),
+    [("wich bus did i take to the airport", True), ("hw long was my flight to Oslo", True),
+     ("wen did we adopt the cat", True), ("two coffees please", False),
+     ("hat shops near the station", False)],
+)
+def test_a_misspelt_question_word_is_read_as_the_word_meant(
+    typed: str, read_as_question: bool
+) -> None:
+    assert shared_scanner().scan(typed).is_question == read_as_question

@@ -102,7 +102,9 @@ def _rule_matches(cues: Cues) -> dict[str, str]:
     # A date or a preference mentioned in passing ("last week I went hiking", "my favourite
     # band is on tonight") tells memory something; only asked about does it need memory.
     asks = cues.is_question or cues.is_request
-    if not (asks and (cues.first_person or cues.second_person)):
+    # So does one that sets a how-to its time ("What should I pack for hiking in
+    # September?"): the date is the plan's, as anyone's would be.
+    if not (asks and (cues.first_person or cues.second_person)) or cues.personal.advice:
         matches.pop("calendar", None)
     if not asks:
         matches.pop("preference", None)
@@ -148,7 +150,9 @@ class HeuristicGate:
             return GateDecision("none", "a role-play or persona set-up")
         if cues.has_payload:
             return GateDecision("none", "a task on the material it hands over")
-        asks = cues.is_question or cues.is_request
+        # A fragment pointing at a thing the user spoke of ("that app I use for budget")
+        # asks for it as much as a question does.
+        asks = cues.is_question or cues.is_request or personal.points_back is not None
         if not asks or context.probe is None:
             return NO_CUE
         evidence: Evidence | None = None
@@ -167,7 +171,8 @@ class HeuristicGate:
             personal.situated = None
         if personal.task and personal.situated is None:
             return GateDecision("none", "a task anyone could ask for")
-        if personal.asks_about_user is not None and not (personal.task or personal.advice):
+        own = personal.asks_about_user or personal.points_back
+        if own is not None and not (personal.task or personal.advice):
             # A question of the user's own whose words memory holds, beyond everyday ones:
             # a thing, a place, a phrase they once used, however the question is worded.
             evidence = evidence or await self._probe(context.probe, cues.names)

@@ -116,6 +116,14 @@ ASKING_FOR = word_set(
 )
 # "What's a good way to ...", "What is the best way to ...": advice anyone could ask.
 ADVICE_WAYS = (("good", "way"), ("best", "way"), ("how", "to"))
+DEMONSTRATIVES = word_set("that those")
+RELATIVES = word_set("where who which when that")
+# Words that cannot be the thing a demonstrative points at, nor part of its name.
+NOT_A_THING = RELATIVES | SECOND_PERSON | word_set(
+    """i me my we us our he she it they them his her its their this these those the a an
+    what why how whose is was are were be been am 's 're do does did have has had can
+    could would will should shall must may might to of so if as not n't""")
+POINTING_REACH = 4  # words from the thing to the user who tells of it
 
 
 @dataclass
@@ -130,6 +138,9 @@ class Personal:
     # A question that speaks of the user as themselves ("... my sister's flight?", "how
     # much did I spend ...?"), not in a comparison, a supposition or a request for advice.
     asks_about_user: str | None = None
+    # A thing pointed at as one the user spoke of ("that app I use", "those boots my
+    # sister lent me"): a lookup in memory, however it is phrased.
+    points_back: str | None = None
     # A question about the world (no person in it: "what year did the Wall fall?"), and
     # whether any question or request speaks to or of the user: a situation told beside a
     # question about the world is background to it.
@@ -154,6 +165,8 @@ def read_sentence(words: Sequence[str], signals: Personal, first_sentence: bool)
         signals.own_past = _own_past(words, opening)
     if signals.situated is None:
         signals.situated = _situated(words, opening)
+    if signals.points_back is None:
+        signals.points_back = _points_back(words)
     asks = _asks(words, opening)
     if asks and signals.asks_about_user is None:
         signals.asks_about_user = _speaks_of_user(words)
@@ -358,6 +371,21 @@ def _speaks_of_user(words: Sequence[str]) -> str | None:
             or (following not in NOT_OWN_DOING and before not in NOT_OWN_DOING)
         ):
             return word
+    return None
+
+
+def _points_back(words: Sequence[str]) -> str | None:
+    """"that <thing> (where|who)? I/we/my ...": a demonstrative whose thing the user then
+    tells of. Not "that" opening a clause ("so that I", "is that what I")."""
+    for i in range(len(words) - 2):
+        thing = words[i + 1]
+        if words[i] not in DEMONSTRATIVES or not thing.isalpha() or thing in NOT_A_THING:
+            continue
+        for j in range(i + 2, min(len(words), i + 2 + POINTING_REACH)):
+            if words[j] in ("i", "we", "my"):
+                return " ".join(words[i : j + 1])
+            if words[j] in NOT_A_THING - RELATIVES:
+                break
     return None
 
 

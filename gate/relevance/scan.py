@@ -32,6 +32,7 @@ from mnemoproxy.gate.relevance.cues import (
 from mnemoproxy.gate.relevance.payload import split_request
 from mnemoproxy.gate.relevance.personal import Personal, read_sentence
 from mnemoproxy.lazy import LazyResource
+from mnemoproxy.memory.text.rarity import zipf
 
 # Cues live in the opening request or the closing question of a pasted document;
 # scanning only these keeps a 10k-character message nearly as cheap as a short one.
@@ -44,6 +45,11 @@ TAIL_SENTENCES = 6
 PARTICULAR_SENTENCES = 3
 PARTICULAR_WORDS = 25
 DIGIT = re.compile(r"\d")
+# A message's opening word one edit from one of these, and rarer than this in English (no
+# word of its own: "wich", "hw", "wen"; not "hat", "two", "way"), is that question word.
+QUESTION_WORDS = ("what", "which", "where", "when", "who", "why", "how", "whose")
+MISSPELT_ZIPF = 3.6
+MAX_QUESTION_WORD_CHARS = 6
 MIN_ENTITY_CHARS = 4
 ENTITY_MATCHER_CACHE_SIZE = 32
 
@@ -122,7 +128,7 @@ class CueScanner:
             doc = self._nlp.make_doc(sentence)
             # Token objects are made anew on each pass over a Doc: one pass serves all.
             tokens = list(doc)
-            lowered = [token.lower_ for token in tokens]
+            lowered = _question_word_spelled_out([token.lower_ for token in tokens])
             sentence_words = set(lowered)
             words |= sentence_words
             word_count += sum(map(str.isalpha, lowered))
@@ -130,7 +136,7 @@ class CueScanner:
             for name in _names(tokens):
                 if len(cues.names) < MAX_NAMES and name not in cues.names:
                     cues.names.append(name)
-            opening = opening or _first_word(tokens)
+            opening = opening or _first_word(lowered)
             closing = next((t.lower_ for t in reversed(tokens) if t.is_alpha), closing)
             anchors = sentence_words & ANCHOR_WORDS
             if anchors:
@@ -205,6 +211,31 @@ def _clause_only(words: Sequence[str]) -> frozenset[str]:
     return frozenset() if not PERSONS.isdisjoint(words) else frozenset({"calendar"})
 
 
+def _one_edit_apart(a: str, b: str) -> bool:
+    """One letter added, dropped, changed, or two neighbours swapped ("wich", "hw", "waht")."""
+    if abs(len(a) - len(b)) > 1 or a == b:
+        return False
+    if len(a) == len(b):
+        diff = [i for i in range(len(a)) if a[i] != b[i]]
+        return len(diff) == 1 or (len(diff) == 2 and diff[1] == diff[0] + 1
+                                  and a[diff[0]] == b[diff[1]] and a[diff[1]] == b[diff[0]])
+    short, long = (a, b) if len(a) < len(b) else (b, a)
+    return any(long[:i] + long[i + 1:] == short for i in range(len(long)))
+
+
+def _question_word_spelled_out(words: list[str]) -> list[str]:
+    """`words` with a misspelt question word that opens them written out ("wich day is
+    ..." -> "which day is ..."): one edit from a question word, and no word of its own."""
+    at = next((i for i, w in enumerate(words) if w.isalpha()), None)
+    if at is None or words[at] in INTERROGATIVES or len(words[at]) > MAX_QUESTION_WORD_CHARS:
+        return words
+    typed = words[at]
+    meant = next((w for w in QUESTION_WORDS if _one_edit_apart(typed, w)), None)
+    if meant is None or (zipf(typed, "en") or 0.0) >= MISSPELT_ZIPF:
+        return words
+    return [*words[:at], meant, *words[at + 1:]]
+
+
 def _names(tokens: Sequence[Any]) -> list[str]:
     """Runs of capitalised words that do not open the sentence ("the Natural Park of
     Moncayo", "Caroline's"), without a possessive ending."""
@@ -230,12 +261,8 @@ def _first_match(matcher: Any, doc: Any) -> str | None:
     return doc[start:end].text
 
 
-def _first_word(tokens: Sequence[Any]) -> str:
-    for token in tokens:
-        word = token.lower_
-        if token.is_alpha and word not in LEADING_FILLERS:
-            return word
-    return ""
+def _first_word(words: Sequence[str]) -> str:
+    return next((w for w in words if w.isalpha() and w not in LEADING_FILLERS), "")
 
 
 _scanner: LazyResource[CueScanner] = LazyResource(CueScanner)
