@@ -545,3 +545,10 @@ def test_a_misspelt_question_word_is_read_as_the_word_meant(
     typed: str, read_as_question: bool
 ) -> None:
     assert shared_scanner().scan(typed).is_question == read_as_question
+
+
+def test_a_long_number_ends_its_sentence_and_a_list_number_does_not() -> None:
+    said = "My app calls my API on localhost:5000. How do I fix it?"
+    assert shared_scanner().scan(said).personal.advice  # the how-to is a sentence of its own
+    listed = "Sort these: 1. I need the report. 2. Send me the report."
+    assert shared_scanner().scan(listed).personal.own_past is None

@@ -55,7 +55,10 @@ ENTITY_MATCHER_CACHE_SIZE = 32
 
 # Sentences, and clauses after a colon or semicolon: "My dad and I argued yesterday: what
 # year did the Wall fall?" asks about the Wall.
-SENTENCE_BREAK = re.compile(r"(?<=[.!?:;])(?<![0-9]\.)\s+|(?<=[。！？])|\n\s*")
+# A number of one or two digits before a full stop marks an item of a list ("1. ..."); a
+# longer one ("port 5000.", "in 1990.") ends its sentence.
+SENTENCE_BREAK = re.compile(
+    r"(?<=[.!?:;])(?<!(?<![0-9])[0-9]\.)(?<!(?<![0-9])[0-9]{2}\.)\s+|(?<=[。！？])|\n\s*")
 QUOTED = re.compile(r"[\"“‘']([^\"”’'\n]{3,60})[\"”’']")
 MAX_NAMES = 8
 MIN_NAME_CHARS = 3
