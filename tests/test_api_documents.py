@@ -6,6 +6,7 @@ in OpenAI's error shape."""
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 import httpx
@@ -236,3 +237,20 @@ def test_recall_on_a_built_document_set(fake_upstream, tmp_path):
     assert figures["search_all_recall@5"] >= 0.9, figures
     assert figures["chats_whose_block_holds_the_answer"] >= 0.9, figures
     assert figures["generic_prompts_with_a_block"] == 0, figures
+
+
+def test_malformed_html_is_read_in_one_pass_and_its_text_kept(server):
+    # Unfinished tags by the thousand: the parser alone rescans each to the end.
+    started = time.monotonic()
+    bomb = upload(server, "kb", files={"file": ("bomb.html", b"<a " * 60_000, "text/html")})
+    assert bomb.status_code in (201, 400, 413), bomb.text
+    assert time.monotonic() - started < 5
+    assert httpx.get(f"{server.url}/health", timeout=5).status_code == 200
+    # Ordinary markup around the rough edges: a comparison, a quote in a title, a comment.
+    page = (b"<html><head><title>Valve notes</title></head><body><!-- draft -->"
+            b"<h1>Valve</h1><p title=\"it's\">Keep pressure < 6 bar and > 2 bar.</p>"
+            b"<p>Check the <b>seal</b> yearly.</body>")
+    document = stored(upload(server, "kb", files={"file": ("valve.html", page, "text/html")}))
+    text = " ".join(c["text"] for c in chunks_of(server, "kb", document["id"]))
+    assert "Keep pressure < 6 bar and > 2 bar." in text and "Check the seal yearly." in text
+    assert "draft" not in text

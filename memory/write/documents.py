@@ -356,8 +356,60 @@ class _HtmlText(HTMLParser):
 
 def _html_sections(text: str) -> tuple[str | None, list[_Section]]:
     parser = _HtmlText()
-    parser.feed(text)
+    parser.feed(_well_formed_markup(text))
     return parser.finish()
+
+
+# Declarations the parser reads to a ">" (comments are taken out before it sees them).
+_DECLARATION = re.compile(r"<!doctype\b", re.IGNORECASE)
+
+
+def _well_formed_markup(text: str) -> str:
+    """`text` with every tag the parser is given complete: a "<" that opens no tag ending
+    before the next "<" (with its quotes closed) is written "&lt;", comments are left out
+    (an unclosed one hides the rest, as in a browser), and other "<!" constructs are
+    text. The standard library's parser rescans an unfinished tag to the end of the
+    document for each one (CVE-2025-6069, "<a " * n): given only complete tags, it reads
+    each once. One pass, each ">" looked for once."""
+    out: list[str] = []
+    end = len(text)
+    at = 0
+    next_close = -1  # the first ">" after the "<" at hand; `end` once there is none
+    while at < end:
+        lt = text.find("<", at)
+        if lt == -1:
+            out.append(text[at:])
+            break
+        out.append(text[at:lt])
+        if text.startswith("<!--", lt):
+            closed = text.find("-->", lt + 4)
+            if closed == -1:
+                break
+            at = closed + 3
+            continue
+        if next_close != end and next_close <= lt:
+            found = text.find(">", lt + 1)
+            next_close = end if found == -1 else found
+        tag = text[lt : next_close + 1] if next_close < end else ""
+        if (not tag or "<" in tag[1:] or _open_quote(tag)
+                or (tag.startswith("<!") and not _DECLARATION.match(tag))):
+            out.append("&lt;")
+            at = lt + 1
+            continue
+        out.append(tag)
+        at = next_close + 1
+    return "".join(out)
+
+
+def _open_quote(tag: str) -> bool:
+    """Whether a quote opened in `tag` is left open."""
+    quote = ""
+    for char in tag:
+        if quote:
+            quote = "" if char == quote else quote
+        elif char in "\"'":
+            quote = char
+    return bool(quote)
 
 
 _BROKEN_WORD = re.compile(r"(\w)-\n(\w)")
