@@ -27,6 +27,7 @@ from mnemoproxy.gate.fence import FENCE_CLOSE, FENCE_OPEN, fenced, looks_like_in
 from mnemoproxy.gate.relevance.types import GateDecision
 from mnemoproxy.gate.tokens.counter import count_tokens
 from mnemoproxy.memory import Fact, Kind, SearchResult
+from mnemoproxy.memory.text.words import content_words
 from mnemoproxy.text_templates import text_templates
 
 TEMPLATES = Path(__file__).parent / "templates"
@@ -40,6 +41,7 @@ DOCUMENT_EXCERPT_TOKENS = 80
 # A fact stands for its turn when it holds at least this share of the question's weight
 # that the turn's excerpt holds.
 CARRY_SHARE = 0.75
+RESTATED_SHARE = 0.5
 # How a fact shown in place of the turn it was drawn from is labelled in its conversation.
 DRAWN_SPEAKER = "noted"
 # A line's bullet and label; a conversation's date line.
@@ -131,11 +133,15 @@ class ShownProcedure:
 
 def _carries(fact: str, turn: str, query: Query) -> bool:
     """Whether a fact can stand for the excerpt of the turn it was drawn from: it is
-    shorter and keeps nearly as much of the question as the excerpt (the turn where the
-    fact would lose a detail asked for), judged by the question's words weighted by their
-    rarity (a name every line holds weighs little)."""
+    shorter, keeps nearly as much of the question as the excerpt (the turn where the fact
+    would lose a detail asked for), judged by the question's words weighted by their
+    rarity (a name every line holds weighs little), and restates the excerpt rather than
+    sums it up ("likes hotels with unique features" for the rooftop pool and the hot tub
+    the user asked about): it keeps RESTATED_SHARE of the excerpt's words."""
+    said = content_words(turn)
     return (count_tokens(fact) < count_tokens(turn)
-            and query.score(fact) >= CARRY_SHARE * query.score(turn))
+            and query.score(fact) >= CARRY_SHARE * query.score(turn)
+            and len(said & content_words(fact)) >= RESTATED_SHARE * len(said))
 
 
 def _date(ts: float | None) -> str:

@@ -9,6 +9,8 @@ import json
 import httpx
 import pytest
 
+from mnemoproxy.gate.excerpt import Query
+from mnemoproxy.gate.planner import _carries
 from tests.support.fake_upstream import Reply
 from tests.support.memory_client import memory_settings, post
 from tests.support.proxy_server import ProxyServer
@@ -74,3 +76,14 @@ def test_the_turn_is_shown_where_the_fact_would_lose_what_was_asked(proxy):
     block = preview_block(proxy, "What did we eat in the harbour bar to celebrate the news?")
     assert "oysters" in block
     assert FACT not in block
+
+
+def test_a_fact_that_sums_a_turn_up_does_not_stand_for_it():
+    turn = ("Besides great views, I also like hotels with unique features, such as a rooftop "
+            "pool or a hot tub on the balcony.")
+    question = "Can you suggest a hotel for my trip?"
+    query = Query.of(question, [turn])
+    # Both keep "hotel"; only the restatement keeps what the user named.
+    assert not _carries("User likes hotels with unique features.", turn, query)
+    assert _carries("User likes hotels with great views, a rooftop pool or a balcony hot tub.",
+                    turn, query)
