@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import importlib.util
 import os
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
 import numpy as np
+
+from mnemoproxy.errors import SettingError
 
 # Longer texts are embedded by their beginning: a static model's mean over 2,000 tokens
 # says what the text is about, and a whole 3 MB paste, padded beside 63 others in one
@@ -91,6 +94,28 @@ class LocalEmbedder:
 
     async def embed(self, texts: Sequence[str]) -> np.ndarray:
         return await asyncio.to_thread(self.encode, embeddable(texts))
+
+
+def package_folder(package: str, folder: str, embedder: str, install_hint: str) -> Path:
+    """The folder of model files inside an installed package, or a SettingError naming
+    the install."""
+    spec = importlib.util.find_spec(package)
+    if spec is None or spec.origin is None:
+        raise SettingError(f"The {embedder} embedder needs its model package: {install_hint}.")
+    return Path(spec.origin).parent / folder
+
+
+def check_sha256(path: Path, expected: str, install_hint: str) -> None:
+    """Stop unless the model file at `path` is the pinned one: vectors are stored under
+    the model's name, so other weights under that name would poison the index."""
+    try:
+        actual = file_sha256(path)
+    except OSError as exc:
+        raise SettingError(f"Cannot read the model file {path} ({exc}): {install_hint}.") from exc
+    if actual != expected:
+        raise SettingError(
+            f"{path} has sha256 {actual}, expected {expected}: the file is corrupt or "
+            f"belongs to a different model; reinstall it ({install_hint}).")
 
 
 def file_sha256(path: Path) -> str:

