@@ -26,8 +26,7 @@ from mnemoproxy.gate.excerpt import Query, excerpt
 from mnemoproxy.gate.fence import FENCE_CLOSE, FENCE_OPEN, fenced, looks_like_instructions, quoted
 from mnemoproxy.gate.relevance.types import GateDecision
 from mnemoproxy.gate.tokens.counter import count_tokens
-from mnemoproxy.memory import Fact, Kind, SearchResult
-from mnemoproxy.memory.text.words import content_words
+from mnemoproxy.memory import Fact, Kind, SearchResult, content_words
 from mnemoproxy.text_templates import text_templates
 
 TEMPLATES = Path(__file__).parent / "templates"

@@ -29,7 +29,7 @@ from mnemoproxy.memory.store.records import Fact
 from mnemoproxy.memory.text.language import detect_language, latin_language, script_language
 from mnemoproxy.memory.text.rarity import zipf
 from mnemoproxy.memory.text.sentences import sentence_spans, sentences
-from mnemoproxy.memory.text.words import CHATTER, STOP_WORDS, WORD, stem
+from mnemoproxy.memory.text.words import CHATTER, STOP_WORDS, WORD, content_words, stem
 from mnemoproxy.memory.write.documents import DOCUMENT_EXTENSIONS
 from mnemoproxy.memory.write.pipeline import DistillOutcome, IngestResult
 
@@ -55,6 +55,7 @@ __all__ = [
     "StoredDocument",
     "ThreadSummary",
     "Turn",
+    "content_words",
     "detect_language",
     "latin_language",
     "script_language",

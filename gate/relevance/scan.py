@@ -32,7 +32,7 @@ from mnemoproxy.gate.relevance.cues import (
 from mnemoproxy.gate.relevance.payload import split_request
 from mnemoproxy.gate.relevance.personal import Personal, read_sentence
 from mnemoproxy.lazy import LazyResource
-from mnemoproxy.memory.text.rarity import zipf
+from mnemoproxy.memory import zipf
 
 # Cues live in the opening request or the closing question of a pasted document;
 # scanning only these keeps a 10k-character message nearly as cheap as a short one.
