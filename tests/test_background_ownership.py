@@ -98,6 +98,10 @@ async def _found_by_vectors(memory: Memory, agent: str, query: str, word: str) -
     return any(word in r.text for r in results)
 
 
+async def _counted(*memories: Memory) -> bool:
+    return sum(m._writer.outcomes["distilled"] for m in memories) > 0
+
+
 async def test_turns_recorded_elsewhere_are_distilled_once_by_the_owner_and_found_by_both(
     pair: tuple[Memory, Memory], tmp_path: Path
 ) -> None:
@@ -121,6 +125,8 @@ async def test_turns_recorded_elsewhere_are_distilled_once_by_the_owner_and_foun
     await _eventually(distilled)
     assert _rows(data, "SELECT COUNT(*) FROM processing_log WHERE event = 'distilled'"
                  ) == [(1,)]
+    # The process counts its outcome once the distillation's rows are committed.
+    await _eventually(lambda: _counted(owner, other))
     distillations = [m._writer.outcomes["distilled"] for m in (owner, other)]
     assert sum(distillations) == 1
     assert distils_everywhere or (distillations == [1, 0] and not other._writer.outcomes)
