@@ -96,9 +96,48 @@ def test_bad_imports_are_refused_clearly_and_change_nothing(memory_proxy):
                         (b'{"type": "procedure", "name": "n", "steps": [], "created_at": 1, '
                          b'"updated_at": 1}\n', "steps"),
                         (b'{"type": "chunk", "position": 0, "content": "a", '
-                         b'"created_at": 1}\n', "type")):
+                         b'"created_at": 1}\n', "type"),
+                        (b'{"type": "fact", "ref": 1, "kind": "pinned", "content": "x", '
+                         b'"valid_from": 1, "created_at": 1, "updated_at": 1, '
+                         b'"sources": [["s", -1]]}\n', "sources"),
+                        (b'{"type": "session", "key": "s", "started_at": 1, "messages": '
+                         b'[{"turn_index": 0, "role": "user", "content": "a", "at": 1, '
+                         b'"restates_memory": "yes"}]}\n', "restates_memory")):
         response = httpx.post(f"{memory_proxy.url}/agents/x/import", content=body,
                               headers={"Content-Type": "application/x-ndjson"})
         assert response.status_code == 400, body
         assert response.json()["error"]["param"] == param
     assert httpx.get(f"{memory_proxy.url}/agents/x/export").status_code == 404
+
+
+def test_a_correction_made_before_an_export_stays_made_after_the_import(fake_upstream, tmp_path):
+    """A deleted fact's retracted lines and the turns each fact came from travel with the
+    export: the copy does not serve what the user took back."""
+    with ProxyServer(memory_settings(fake_upstream, tmp_path)) as server:
+        post = httpx.post(server.url + "/memory/ingest", json={
+            "agent_id": "dora", "conversation_id": "food", "turns": [
+                {"user": "I prefer vegetarian food, no meat for me.", "assistant": "Noted!"},
+                {"user": "My sister Ines lives in Porto.", "assistant": "Lovely city."}]})
+        assert post.status_code == 200, post.text
+        facts = httpx.get(f"{server.url}/agents/dora/facts").json()["facts"]
+        food = next(f for f in facts if "vegetarian" in f["content"])
+        assert httpx.delete(f"{server.url}/agents/dora/facts/{food['id']}").json()[
+            "lines_retracted"] >= 1
+        records = export(server, "dora")
+        lines = [m for r in records if r["type"] == "session" for m in r["messages"]]
+        assert [m["content"][:12] for m in lines if m.get("retracted_at")] == [
+            "I prefer veg", "Noted!"]
+        kept = [r for r in records if r["type"] == "fact" and r["deleted_at"] is None]
+        assert kept and all(r["sources"] == [["food", 1]] for r in kept), kept
+
+        assert import_(server, "copy", records).status_code == 200
+        assert export(server, "copy") == records
+        question = {"agent_id": "copy", "messages": [
+            {"role": "user", "content": "Which food do I prefer for dinner?"}]}
+        block = httpx.post(server.url + "/memory/preview", json=question).json()["block"]
+        assert "vegetarian" not in (block or "")
+        # The copy's facts still know their turns: deleting one there retracts its lines.
+        sister = next(f for f in httpx.get(f"{server.url}/agents/copy/facts").json()["facts"]
+                      if "Porto" in f["content"] or "Ines" in f["content"])
+        assert httpx.delete(f"{server.url}/agents/copy/facts/{sister['id']}").json()[
+            "lines_retracted"] == 2

@@ -1,8 +1,10 @@
 """Store SQL for carrying an agent's memory out and back in: JSON Lines records.
 
 One record per line, each with its `type`: the agent, its sessions (each with its verbatim
-messages), facts (current and history, soft-deleted ones too), episodes, entities,
-documents (each with its chunks) and procedures.
+messages, marked where a line is retracted or only restated memory), facts (current and
+history, soft-deleted ones too, each with the turns it was said in), episodes, entities,
+documents (each with its chunks) and procedures. The marks travel so that a correction
+made before the export stays made after the import.
 Vectors are not carried: they are derived, and the embedding worker rebuilds them. Row ids
 never leave the store: a fact is referred to by its position among the agent's facts
 (`ref`), a session by its key, so exporting an import gives the same lines again.
@@ -58,10 +60,10 @@ class PortableQueries(Database):
             ).fetchall():
                 keys[s[0]] = s[1]
                 messages = [
-                    {"turn_index": m[0], "role": m[1], "content": m[2], "at": m[3]}
-                    for m in conn.execute(
-                        "SELECT turn_index, role, content, at FROM transcript WHERE agent_id = ? "
-                        "AND session_id = ? ORDER BY turn_index, role DESC", (agent_id, s[0]))
+                    _message(*m) for m in conn.execute(
+                        "SELECT turn_index, role, content, at, restates_memory, retracted_at "
+                        "FROM transcript WHERE agent_id = ? AND session_id = ? "
+                        "ORDER BY turn_index, role DESC", (agent_id, s[0]))
                 ]
                 out.append({"type": "session", "key": s[1], "title": s[5], "started_at": s[2],
                             "last_turn_at": s[3], "distilled_at": s[4], "messages": messages})
@@ -69,9 +71,17 @@ class PortableQueries(Database):
                 f"SELECT id, superseded_by, source_session_id, {', '.join(_FACT_COLUMNS)} "
                 "FROM facts WHERE agent_id = ? ORDER BY id", (agent_id,)).fetchall()
             refs = {row[0]: n for n, row in enumerate(facts, start=1)}
+            sources: dict[int, list[list[Any]]] = {}
+            for fact_id, session_id, turn in conn.execute(
+                "SELECT fact_id, session_id, turn_index FROM fact_sources WHERE agent_id = ? "
+                "ORDER BY fact_id, session_id, turn_index", (agent_id,)
+            ).fetchall():
+                if session_id in keys:
+                    sources.setdefault(fact_id, []).append([keys[session_id], turn])
             for row in facts:
                 record = {"type": "fact", "ref": refs[row[0]],
-                          "superseded_by": refs.get(row[1]), "session": keys.get(row[2])}
+                          "superseded_by": refs.get(row[1]), "session": keys.get(row[2]),
+                          "sources": sources.get(row[0], [])}
                 record.update(_columns(_FACT_COLUMNS, row[3:]))
                 out.append(record)
             for row in conn.execute(
@@ -150,12 +160,21 @@ class PortableQueries(Database):
                         added["sessions"] += 1
                     assert row is not None
                     sessions[s["key"]] = row[0]
+                    messages = s.get("messages", [])
                     cursor = await db.executemany(
                         "INSERT OR IGNORE INTO transcript (agent_id, session_id, turn_index, "
-                        "role, content, at) VALUES (?, ?, ?, ?, ?, ?)",
-                        [(agent_id, row[0], m["turn_index"], m["role"], m["content"], m["at"])
-                         for m in s.get("messages", [])])
+                        "role, content, at, restates_memory, retracted_at) "
+                        "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                        [(agent_id, row[0], m["turn_index"], m["role"], m["content"], m["at"],
+                          int(m["restates_memory"]), m["retracted_at"]) for m in messages])
                     added["messages"] += max(cursor.rowcount, 0)
+                    # A line retracted where the export came from stays retracted here.
+                    await db.executemany(
+                        "UPDATE transcript SET retracted_at = ? WHERE agent_id = ? "
+                        "AND session_id = ? AND turn_index = ? AND role = ? "
+                        "AND retracted_at IS NULL",
+                        [(m["retracted_at"], agent_id, row[0], m["turn_index"], m["role"])
+                         for m in messages if m["retracted_at"] is not None])
                 ids: dict[int, int] = {}
                 for f in by_type.get("fact", []):
                     cursor = await db.execute(
@@ -173,6 +192,12 @@ class PortableQueries(Database):
                         added["facts"] += 1
                     assert row is not None
                     ids[f["ref"]] = row[0]
+                await db.executemany(
+                    "INSERT OR IGNORE INTO fact_sources (agent_id, fact_id, session_id, "
+                    "turn_index) VALUES (?, ?, ?, ?)",
+                    [(agent_id, ids[f["ref"]], sessions[key], turn)
+                     for f in by_type.get("fact", []) for key, turn in f["sources"]
+                     if key in sessions])
                 for f in by_type.get("fact", []):
                     later = ids.get(f.get("superseded_by"))  # type: ignore[arg-type]
                     if later is not None:
@@ -247,7 +272,8 @@ class PortableQueries(Database):
 # Every field of every record type: (its type, required, its default). Types: "time" a
 # finite number of seconds within the years 1900-2999 (None allowed when not required and
 # no default), "count" a non-negative 64-bit integer, "score" a number in [0, 1], "text" a
-# string, "texts" a list of strings, "key" a non-empty string, "ref" a positive integer.
+# string, "texts" a list of strings, "key" a non-empty string, "ref" a positive integer,
+# "flag" a boolean, "turns" a list of [session key, turn index] pairs.
 _EARLIEST, _LATEST = -2_208_988_800, 32_503_680_000
 _MAX_INT = 2**63 - 1
 _FIELDS: dict[str, dict[str, tuple[str, bool, Any]]] = {
@@ -257,7 +283,9 @@ _FIELDS: dict[str, dict[str, tuple[str, bool, Any]]] = {
                 "last_turn_at": ("time", False, None), "distilled_at": ("time", False, None),
                 "messages": ("messages", False, [])},
     "message": {"turn_index": ("count", True, None), "role": ("role", True, None),
-                "content": ("text", True, None), "at": ("time", True, None)},
+                "content": ("text", True, None), "at": ("time", True, None),
+                "restates_memory": ("flag", False, False),
+                "retracted_at": ("time", False, None)},
     "fact": {"ref": ("ref", True, None), "kind": ("kind", True, None),
              "content": ("key", True, None), "slot": ("text", False, None),
              "tags": ("texts", False, []), "salience": ("score", False, 0.5),
@@ -266,7 +294,8 @@ _FIELDS: dict[str, dict[str, tuple[str, bool, Any]]] = {
              "valid_to": ("time", False, None), "created_at": ("time", True, None),
              "updated_at": ("time", True, None), "deleted_at": ("time", False, None),
              "promoted_at": ("time", False, None), "pinned_at": ("time", False, None),
-             "superseded_by": ("ref", False, None), "session": ("text", False, None)},
+             "superseded_by": ("ref", False, None), "session": ("text", False, None),
+             "sources": ("turns", False, [])},
     "episode": {"summary": ("key", True, None), "topics": ("texts", False, []),
                 "entities": ("texts", False, []), "decisions": ("texts", False, []),
                 "action_items": ("texts", False, []), "salience": ("score", False, 0.5),
@@ -304,6 +333,12 @@ def _valid(kind: str, value: Any) -> bool:
         return isinstance(value, str) and bool(value.strip())
     if kind == "texts":
         return isinstance(value, list) and all(isinstance(v, str) for v in value)
+    if kind == "flag":
+        return isinstance(value, bool)
+    if kind == "turns":
+        return isinstance(value, list) and all(
+            isinstance(v, list) and len(v) == 2 and _valid("key", v[0]) and _valid("count", v[1])
+            for v in value)
     if kind == "role":
         return value in ("user", "assistant")
     if kind == "kind":
@@ -340,6 +375,18 @@ def _clean(kind: str, n: int, record: Any) -> dict[str, Any]:
             raise InvalidArgument(f"document record {n}: two chunks share a position",
                                   param="position")
     return clean
+
+
+def _message(turn: int, role: str, content: str, at: float, restates: int,
+             retracted_at: float | None) -> dict[str, Any]:
+    """A transcript line as exported: its marks only where set, so that an unmarked line
+    reads as it always has."""
+    message: dict[str, Any] = {"turn_index": turn, "role": role, "content": content, "at": at}
+    if restates:
+        message["restates_memory"] = True
+    if retracted_at is not None:
+        message["retracted_at"] = retracted_at
+    return message
 
 
 def _columns(names: tuple[str, ...], values: Iterable[Any]) -> dict[str, Any]:
