@@ -225,7 +225,7 @@ class ReadPath:
                 items=items,
                 commonness={word: zipf(word, script_language(word) or language)
                             for word in counts},
-                similarity=max((r.components.get("vector", 0.0) for r in found_items), default=0.0),
+                similarity=nearest_message(found_items),
                 reference=await self.memory.reference_similarities(agent_id, REFERENCE_PROMPTS),
                 names=[name for name, share in shares.items() if share > 0],
                 name_share=max(shares.values(), default=0.0),
@@ -285,6 +285,13 @@ def answers(procedure: Procedure, wanted: set[str]) -> bool:
     named = terms(f"{procedure.name} {procedure.applies_when}")
     said = named | terms(" ".join(procedure.steps))
     return bool(wanted & named) and len(wanted & said) / len(wanted) >= PROCEDURE_SHARE
+
+
+def nearest_message(results: Sequence[SearchResult]) -> float:
+    """The message's best vector similarity to a message of memory (to any item where no
+    message was found): measured as the yardstick is (Memory.reference_similarities)."""
+    said = [r for r in results if r.kind == "transcript"] or list(results)
+    return max((r.components.get("vector", 0.0) for r in said), default=0.0)
 
 
 def document_share(wanted: set[str], results: Sequence[SearchResult]) -> float:

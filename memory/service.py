@@ -406,9 +406,12 @@ class Memory(Management):
         self, agent_id: str, texts: tuple[str, ...]
     ) -> list[float]:
         """How close the agent's memory comes to each of `texts`: the cosine similarity of
-        each one's nearest item, sorted. The gate reads a message's own best similarity
-        against this spread, so that what counts as a close match depends on this agent's
-        memory alone. Measured once and again after the memory has grown."""
+        each one's nearest message (its nearest item where no message is near), sorted.
+        The gate reads a message's own best similarity against this spread, so that what
+        counts as a close match depends on this agent's memory alone. Messages, because
+        every memory has them, whether or not a core model distils it: summaries read like
+        the requests anyone sends and would raise the bar for what the user said. Measured
+        once and again after the memory has grown."""
         require_agent(agent_id)
         items = await self._vectors.size(agent_id)
         measured = self._measured.get(agent_id)
@@ -418,7 +421,7 @@ class Memory(Management):
             self._measured.move_to_end(agent_id)
             return measured.similarities
         vectors = await self.reference_vectors(texts)
-        found = await self._vectors.best_similarities(agent_id, vectors)
+        found = await self._vectors.best_similarities(agent_id, vectors, prefer="transcript")
         self._measured[agent_id] = _Measured(texts, items, sorted(float(s) for s in found))
         if len(self._measured) > REFERENCE_CACHE_AGENTS:
             self._measured.popitem(last=False)

@@ -374,3 +374,24 @@ async def test_a_name_only_spoken_to_lifts_nothing(memory: Memory) -> None:
     assert not named["Thanks, Ada! Green tea is a fine drink."]
     assert not named.get("Wow Ada, tea again?", False)
     assert found[0].text == "My sister Ada drinks green tea every morning"
+
+
+async def test_the_yardstick_is_what_was_said_whether_or_not_it_was_summarised(
+    memory: Memory,
+) -> None:
+    """How near memory comes to requests anyone sends is measured on the messages: a
+    summary that reads like one of them (as distillation writes them) does not raise the
+    bar a user's own question must clear."""
+    prompts = ("How do I center a div in CSS?", "Write a haiku about autumn leaves.")
+    for agent in ("said", "summarised"):
+        await say(memory, agent, "my greyhound Pixel chewed the sofa again",
+                  "we are moving to Leeds in March", "the plumber comes on Tuesday")
+    for prompt in prompts:
+        await memory.store.add_episode("summarised", EpisodeDraft(prompt, topics=[]), at=NOW)
+    await memory.store.add_episode("only-summaries", EpisodeDraft(prompts[0], topics=[]), at=NOW)
+    await memory.drain()
+    said = await memory.reference_similarities("said", prompts)
+    assert max(said) < 0.9
+    assert await memory.reference_similarities("summarised", prompts) == said
+    # A memory of summaries alone is measured on them.
+    assert max(await memory.reference_similarities("only-summaries", prompts)) > 0.99

@@ -47,6 +47,8 @@ log = logging.getLogger(__name__)
 
 # Exact (brute-force) search below this size: as fast as the graph there, and exact.
 EXACT_SEARCH_LIMIT = 20_000
+# How far `best_similarities` looks for an item of the type it prefers.
+PREFER_REACH = 16
 # Agents whose indexes stay loaded (the ones read lately); an index is one agent's vectors.
 LOADED_INDEXES = 128
 _TYPE_CODES = {item_type: code for code, item_type in enumerate(ITEM_TYPES)}
@@ -147,18 +149,33 @@ class VectorIndexes:
             for key, distance in zip(matches.keys, matches.distances, strict=True)
         ]
 
-    async def best_similarities(self, agent_id: str, vectors: np.ndarray) -> np.ndarray:
+    async def best_similarities(
+        self, agent_id: str, vectors: np.ndarray, prefer: ItemType | None = None
+    ) -> np.ndarray:
         """For each row of `vectors`, the cosine similarity of its nearest item (0 when the
-        agent has none): one batch search."""
+        agent has none): one batch search. With `prefer`, its nearest item of that type
+        among the PREFER_REACH nearest, where there is one."""
         loaded = await self._current(agent_id)
         async with loaded.lock:
             size = len(loaded.index)
             if size == 0 or len(vectors) == 0:
                 return np.zeros(len(vectors), dtype=np.float32)
+            reach = 1 if prefer is None else min(PREFER_REACH, size)
             matches = await asyncio.to_thread(
-                loaded.index.search, vectors, 1, exact=size <= EXACT_SEARCH_LIMIT
+                loaded.index.search, vectors, reach, exact=size <= EXACT_SEARCH_LIMIT
             )
-        return 1.0 - np.asarray(matches.distances, dtype=np.float32).reshape(len(vectors))
+        keys = np.asarray(matches.keys).reshape(len(vectors), reach)
+        distances = np.asarray(matches.distances, dtype=np.float32).reshape(len(vectors), reach)
+        best = distances[:, 0].copy()
+        if prefer is not None:
+            code = _TYPE_CODES[prefer]
+            for row in range(len(vectors)):
+                # Unfilled slots (fewer neighbours than asked) carry no key of any type.
+                of_type = [c for c in range(int(matches.counts[row]))
+                           if int(keys[row, c]) % _KEY_STRIDE == code]
+                if of_type:
+                    best[row] = distances[row, of_type[0]]
+        return 1.0 - best
 
     async def size(self, agent_id: str) -> int:
         return len((await self._current(agent_id)).index)
