@@ -300,6 +300,21 @@ class Memory(Management):
         a turn within the last `quiet_seconds`; None when there is none."""
         return await self.store.recent_session_key(agent_id, prefix, time.time() - quiet_seconds)
 
+    async def continue_opening(
+        self, agent_id: str, family: str, session_key: str, opening: str,
+        quiet_seconds: float,
+    ) -> bool:
+        """A conversation sent with its history for the first time (`session_key` new)
+        whose opening message is the latest turn of the agent's one-message session of
+        `family` (within `quiet_seconds`): that turn moves to `session_key`, so that it is
+        stored once, in its conversation. True when it moved."""
+        since = time.time() - quiet_seconds
+        recent = await self.store.recent_session_key(agent_id, family, since)
+        if recent is None:
+            return False
+        return await self.store.move_last_turn(
+            agent_id, recent, session_key, self._writer.scrub(opening))
+
     async def record(
         self, agent_id: str, session_key: str, turns: Sequence[tuple[int, Turn]]
     ) -> int:

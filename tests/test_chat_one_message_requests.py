@@ -72,3 +72,54 @@ def test_a_question_memory_answered_is_not_served_as_memory(memory_proxy, fake_u
     found = httpx.post(url + "/memory/search", json={
         "agent_id": "kim", "query": "What's my dog called", "scope": "transcript"}).json()
     assert any(r["text"] == "What's my dog called?" for r in found["results"])
+
+
+def test_a_chat_ui_conversation_is_stored_once_in_its_own_session(memory_proxy, fake_upstream):
+    """A chat UI sends a new chat's first message alone, and from the second on the whole
+    history: the opening, stored with the one-message requests, moves to its conversation."""
+    url, client = memory_proxy.url, sdk(memory_proxy, "ana")
+    _ask(client, "Write a haiku about autumn.")  # an earlier one-message request
+    opening = "Hi! I keep bees in my garden in Ghent."
+    first = client.chat.completions.create(
+        model="m", messages=[SYSTEM, {"role": "user", "content": opening}])
+    reply = first.choices[0].message.content or ""
+    history = [SYSTEM, {"role": "user", "content": opening},
+               {"role": "assistant", "content": reply}]
+    for follow_up in ("How many hives should I start with?", "And when do I harvest?"):
+        client.chat.completions.create(
+            model="m", messages=[*history, {"role": "user", "content": follow_up}])
+        history += [{"role": "user", "content": follow_up},
+                    {"role": "assistant", "content": reply}]
+
+    def stored() -> dict[str, list[str]]:
+        by_first = {}
+        for s in _sessions(url, "ana"):
+            transcript = httpx.get(f"{url}/agents/ana/sessions/{s['id']}").json()["messages"]
+            by_first[s["first_message"]] = [m["content"] for m in transcript
+                                            if m["role"] == "user"]
+        return by_first
+
+    sessions = wait_for(lambda: (s := stored()) and len(s.get(opening, [])) == 3 and s)
+    assert sessions == {
+        "Write a haiku about autumn.": ["Write a haiku about autumn."],
+        opening: [opening, "How many hives should I start with?", "And when do I harvest?"]}
+    found = httpx.post(url + "/memory/search", json={
+        "agent_id": "ana", "query": "bees garden Ghent", "scope": "transcript"}).json()
+    assert [r["text"] for r in found["results"]].count(opening) == 1
+
+
+def test_a_chat_ui_conversation_opened_alone_takes_its_whole_session(memory_proxy):
+    """When the opening is all its one-message session holds, that session becomes the
+    conversation's (the same id, renamed), nothing left behind."""
+    url, client = memory_proxy.url, sdk(memory_proxy, "ben")
+    opening = "My cat Miso hates the vacuum cleaner."
+    reply = client.chat.completions.create(
+        model="m", messages=[SYSTEM, {"role": "user", "content": opening}],
+    ).choices[0].message.content or ""
+    before = wait_for(lambda: _sessions(url, "ben"))
+    client.chat.completions.create(model="m", messages=[
+        SYSTEM, {"role": "user", "content": opening}, {"role": "assistant", "content": reply},
+        {"role": "user", "content": "How do I get her used to it?"}])
+    after = wait_for(lambda: (s := _sessions(url, "ben")) and s[0]["messages"] == 4 and s)
+    assert [s["id"] for s in after] == [before[0]["id"]]
+    assert after[0]["first_message"] == opening

@@ -78,19 +78,32 @@ def _system_prompt(messages: Sequence[dict[str, Any]]) -> str:
 def session_fingerprint(agent_id: str, messages: Sequence[dict[str, Any]]) -> str:
     """A stable session key when the client sends no X-Session-Id: the same agent, system
     prompt and opening user message mean the same conversation."""
-    first_user = next(
-        (message_text(m.get("content")) for m in messages if m.get("role") == "user"), ""
-    )
-    return "fp-" + _digest(agent_id, _system_prompt(messages), first_user)
+    return "fp-" + _digest(agent_id, _system_prompt(messages), opening_message(messages))
+
+
+def user_messages(messages: Sequence[dict[str, Any]]) -> int:
+    return sum(1 for m in messages if m.get("role") == "user")
+
+
+def family_of(agent_id: str, messages: Sequence[dict[str, Any]]) -> str:
+    """The key prefix that the agent's one-message requests with this request's system
+    prompt share."""
+    return f"one-{_digest(agent_id, _system_prompt(messages))}-"
 
 
 def one_message_family(agent_id: str, messages: Sequence[dict[str, Any]]) -> str | None:
     """For a request whose only user message is the one being answered (a client that
     sends one message at a time, with no history), the key prefix that the agent's
     requests of this kind with the same system prompt share; None for any other request."""
-    if sum(1 for m in messages if m.get("role") == "user") != 1:
+    if user_messages(messages) != 1:
         return None
-    return f"one-{_digest(agent_id, _system_prompt(messages))}-"
+    return family_of(agent_id, messages)
+
+
+def opening_message(messages: Sequence[dict[str, Any]]) -> str:
+    return next(
+        (message_text(m.get("content")) for m in messages if m.get("role") == "user"), ""
+    )
 
 
 def new_session_key(family: str) -> str:

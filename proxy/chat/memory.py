@@ -16,10 +16,13 @@ from mnemoproxy.gate import ReadPath, ThreadCompressor, memory_headers
 from mnemoproxy.memory import NEXT_TURN, Memory, Turn
 from mnemoproxy.proxy.chat.conversation import (
     QUIET_GAP_SECONDS,
+    family_of,
     new_session_key,
     one_message_family,
+    opening_message,
     read_conversation,
     session_fingerprint,
+    user_messages,
 )
 from mnemoproxy.proxy.edge.metrics import Metrics
 from mnemoproxy.proxy.relay.sse import AssistantReply
@@ -53,7 +56,18 @@ async def session_of(
         return session_id, False
     family = one_message_family(agent_id, messages)
     if family is None:
-        return session_fingerprint(agent_id, messages), False
+        key = session_fingerprint(agent_id, messages)
+        if user_messages(messages) == 2:
+            # The first time a conversation comes with its history (a chat UI's second
+            # message): its opening went in as a one-message request, and moves here.
+            try:
+                await memory.continue_opening(
+                    agent_id, family_of(agent_id, messages), key, opening_message(messages),
+                    QUIET_GAP_SECONDS)
+            except Exception as exc:  # the opening stays where it is: stored twice
+                log.warning("moving the opening of agent %s's conversation failed: %r",
+                            agent_id, exc)
+        return key, False
     try:
         recent = await memory.recent_session(agent_id, family, QUIET_GAP_SECONDS)
     except Exception as exc:  # fail open: a session of its own, as the request was

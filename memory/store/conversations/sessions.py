@@ -43,6 +43,55 @@ class SessionQueries(Database):
         )
         return None if row is None else str(row[0])
 
+    async def move_last_turn(
+        self, agent_id: str, from_key: str, to_key: str, user_text: str
+    ) -> bool:
+        """Move the last turn of session `from_key` to a new session `to_key` (the whole
+        session, renamed, when that turn is all it holds), provided the turn's user message
+        is `user_text` and `to_key` is not taken. Its messages, pending distillation and
+        the facts' record of where they were said go with it. True when it moved."""
+        require_agent(agent_id)
+
+        def write(db: sqlite3.Connection) -> bool:
+            if db.execute("SELECT 1 FROM sessions WHERE agent_id = ? AND session_key = ?",
+                          (agent_id, to_key)).fetchone() is not None:
+                return False
+            found = db.execute(
+                "SELECT s.id, t.turn_index, t.content, t.at, (SELECT COUNT(*) FROM transcript "
+                "u WHERE u.agent_id = s.agent_id AND u.session_id = s.id AND u.role = 'user') "
+                "FROM sessions s JOIN transcript t ON t.agent_id = s.agent_id "
+                "AND t.session_id = s.id AND t.role = 'user' "
+                "WHERE s.agent_id = ? AND s.session_key = ? "
+                "ORDER BY t.turn_index DESC LIMIT 1", (agent_id, from_key)).fetchone()
+            if found is None or found[2] != user_text:
+                return False
+            session_id, turn, _, at, turns = found
+            if turns == 1:
+                db.execute("UPDATE sessions SET session_key = ? WHERE id = ?",
+                           (to_key, session_id))
+                db.execute("UPDATE transcript SET turn_index = 0 WHERE session_id = ?",
+                           (session_id,))
+                db.execute("UPDATE pending_signals SET turn_index = 0 WHERE session_id = ?",
+                           (session_id,))
+                db.execute("UPDATE fact_sources SET turn_index = 0 WHERE session_id = ?",
+                           (session_id,))
+                return True
+            moved = upsert_session(db, agent_id, to_key, at, at)
+            for table in ("transcript", "pending_signals", "fact_sources"):
+                db.execute(f"UPDATE {table} SET session_id = ?, turn_index = 0 "
+                           "WHERE agent_id = ? AND session_id = ? AND turn_index = ?",
+                           (moved, agent_id, session_id, turn))
+            db.execute(
+                "UPDATE sessions SET last_turn_at = (SELECT MAX(at) FROM transcript "
+                "WHERE agent_id = ? AND session_id = ?) WHERE id = ?",
+                (agent_id, session_id, session_id))
+            return True
+
+        moved = bool(await self._write_in_one_hop(write))
+        if moved:
+            self.content_changed.set()
+        return moved
+
     async def latest_session(self, agent_id: str) -> tuple[int, str] | None:
         """The (id, key) of the agent's most recently active session, if any."""
         row = await self._fetchone(
