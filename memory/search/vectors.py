@@ -38,7 +38,7 @@ from pathlib import Path
 from typing import Protocol
 
 import numpy as np
-from usearch.index import Index
+from usearch.index import Index, Matches
 
 from mnemoproxy.memory.embedders import Embedder
 from mnemoproxy.memory.store.records import ITEM_TYPES, ItemType
@@ -164,17 +164,18 @@ class VectorIndexes:
             matches = await asyncio.to_thread(
                 loaded.index.search, vectors, reach, exact=size <= EXACT_SEARCH_LIMIT
             )
-        keys = np.asarray(matches.keys).reshape(len(vectors), reach)
-        distances = np.asarray(matches.distances, dtype=np.float32).reshape(len(vectors), reach)
-        best = distances[:, 0].copy()
-        if prefer is not None:
-            code = _TYPE_CODES[prefer]
-            for row in range(len(vectors)):
-                # Unfilled slots (fewer neighbours than asked) carry no key of any type.
-                of_type = [c for c in range(int(matches.counts[row]))
-                           if int(keys[row, c]) % _KEY_STRIDE == code]
-                if of_type:
-                    best[row] = distances[row, of_type[0]]
+        if isinstance(matches, Matches):  # one row
+            rows = [(np.asarray(matches.keys), np.asarray(matches.distances))]
+        else:  # a row's slots past its count (fewer neighbours than asked) are empty
+            rows = [(np.asarray(matches.keys[n][:count]), np.asarray(matches.distances[n][:count]))
+                    for n, count in enumerate(matches.counts)]
+        code = None if prefer is None else _TYPE_CODES[prefer]
+        best = np.ones(len(vectors), dtype=np.float32)
+        for n, (keys, distances) in enumerate(rows):
+            of_type = [c for c, key in enumerate(keys) if int(key) % _KEY_STRIDE == code]
+            chosen = of_type[0] if of_type else 0
+            if len(distances):
+                best[n] = distances[chosen]
         return 1.0 - best
 
     async def size(self, agent_id: str) -> int:
