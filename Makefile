@@ -59,10 +59,10 @@ bench: install ## run tests/benchmarks and write docs/results/benchmarks.md
 	$(PY) -m tests.benchmarks.run_all $(ARGS)
 
 eval: install ## memory quality through the HTTP API (LongMemEval, LoCoMo, generic prompts): docs/results/eval.md
-	$(PY) -m tests.benchmarks.eval_memory $(ARGS)
+	$(PY) -m tests.benchmarks.quality.eval_memory $(ARGS)
 
 eval-real: install ## distillation by a real small model (llama-server, built on first use): docs/results/eval-real.md
-	$(PY) -m tests.benchmarks.eval_real $(ARGS)
+	$(PY) -m tests.benchmarks.quality.eval_real $(ARGS)
 
 clean: ## remove the virtualenv and caches
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache *.egg-info

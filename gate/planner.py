@@ -35,7 +35,7 @@ TEMPLATES = Path(__file__).parent / "templates"
 # and short enough that the block holds many pieces of evidence.
 EXCERPT_TOKENS = 50
 # A document chunk (150-300 tokens) contributes a longer excerpt: a passage of reference
-# text says less per sentence than a chat line (see tests/benchmarks/bench_documents.py).
+# text says less per sentence than a chat line (see tests/benchmarks/quality/bench_documents.py).
 DOCUMENT_EXCERPT_TOKENS = 80
 # A fact stands for its turn when it holds at least this share of the question's weight
 # that the turn's excerpt holds.

@@ -223,7 +223,7 @@ def test_too_many_chunks_is_a_413(server, monkeypatch):
 
 
 def test_recall_on_a_built_document_set(fake_upstream, tmp_path):
-    """A light run of tests/benchmarks/bench_documents.py: 8 look-alike manuals, 16
+    """A light run of tests/benchmarks/quality/bench_documents.py: 8 look-alike manuals, 16
     questions each answered by one section, through search and through the chat."""
     from tests.support.document_recall import document_set, measure
 

@@ -31,7 +31,7 @@ def run_benchmark(module: str, *args: str, folder: Path) -> dict[str, Any]:
 
 
 def test_read_path_benchmark_times_memory_questions_and_plain_prompts(tmp_path: Path) -> None:
-    figures = run_benchmark("bench_read_path", "--sizes", "300", "--rounds", "1",
+    figures = run_benchmark("memory.bench_read_path", "--sizes", "300", "--rounds", "1",
                             folder=tmp_path)
 
     rows = {row["messages"]: row for row in figures["latency"]}
@@ -45,7 +45,7 @@ def test_read_path_benchmark_times_memory_questions_and_plain_prompts(tmp_path: 
 
 def test_ingest_benchmark_waits_for_embeddings_and_times_recording(tmp_path: Path) -> None:
     figures = run_benchmark(
-        "bench_ingest", "--conversations", "2", "--turns", "5", "--requests", "3",
+        "relay.bench_ingest", "--conversations", "2", "--turns", "5", "--requests", "3",
         "--embed-seconds", "0.1", "--rounds", "2", folder=tmp_path,
     )
 
@@ -75,7 +75,7 @@ def test_memory_eval_reads_blocks_through_the_http_api_and_leaves_memory_as_inge
     tmp_path: Path,
 ) -> None:
     figures = run_benchmark(
-        "eval_memory", "--datasets", "locomo", "--modes", "transcript", "--limit", "1",
+        "quality.eval_memory", "--datasets", "locomo", "--modes", "transcript", "--limit", "1",
         "--out", "", folder=tmp_path,
     )
 

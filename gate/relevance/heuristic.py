@@ -71,7 +71,7 @@ CENTRAL_NAME_SHARE = 0.5
 THROUGHOUT = 1.0
 # A document chunk answers a question when it holds this share of the question's content
 # words (of at least DOCUMENT_MIN_WORDS; a one-word question needs all of it), set by
-# tests/benchmarks/bench_documents.py against generic prompts asked of the same agent.
+# tests/benchmarks/quality/bench_documents.py against generic prompts asked of the same agent.
 DOCUMENT_SHARE = 0.6
 DOCUMENT_MIN_WORDS = 2
 # A word memory holds in at most this share of the agent's items (or RARE_ITEMS) is rare

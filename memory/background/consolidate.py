@@ -35,7 +35,7 @@ second run without effect. Agents never mix: every statement names one agent.
 
 Cost: steps 1-3 are one UPDATE each over the agent's rows; step 4 reads the summaries
 once and finds near-duplicates with an exact prefix filter (in a worker thread) instead
-of comparing every pair (tests/benchmarks/bench_consolidate.py measures a pass).
+of comparing every pair (tests/benchmarks/memory/bench_consolidate.py measures a pass).
 """
 
 from __future__ import annotations

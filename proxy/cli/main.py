@@ -59,7 +59,8 @@ def build_parser() -> argparse.ArgumentParser:
         "eval", help="measure memory quality through the API (make eval; a source checkout)",
         add_help=False)
     evaluate.add_argument("options", nargs=argparse.REMAINDER,
-                          help="tests/benchmarks/eval_memory.py's options (--help for them)")
+                          help="the options of tests/benchmarks/quality/eval_memory.py "
+                          "(--help for them)")
     mcp = commands.add_parser("mcp", help="memory's MCP tools over stdio, on data_dir")
     mcp.add_argument("--config", metavar="FILE", help="TOML settings file")
     mcp.add_argument("--data-dir", dest="data_dir", default=None, metavar="DIR")
@@ -118,15 +119,16 @@ def keys_command(args: argparse.Namespace) -> int:
 
 
 def evaluate_memory(options: Sequence[str]) -> int:
-    """`mnemoproxy eval`: the memory evaluation (tests/benchmarks/eval_memory.py), which lives
-    with the tests in a source checkout (the package's root is the repository's)."""
+    """`mnemoproxy eval`: the memory evaluation (tests/benchmarks/quality/eval_memory.py),
+    which lives with the tests in a source checkout (the package's root is the
+    repository's)."""
     root = Path(__file__).resolve().parents[2]
-    if not (root / "tests" / "benchmarks" / "eval_memory.py").is_file():
+    if not (root / "tests" / "benchmarks" / "quality" / "eval_memory.py").is_file():
         print("mnemoproxy: eval needs a source checkout of mnemoproxy (its tests/benchmarks)",
               file=sys.stderr)
         return 2
     sys.path.insert(0, str(root))
-    from tests.benchmarks.eval_memory import main as evaluate
+    from tests.benchmarks.quality.eval_memory import main as evaluate
 
     evaluate(list(options))
     return 0

@@ -3,7 +3,7 @@ calls memory makes (core model, embeddings) through the same pooled client.
 
 One pooled aiohttp session is created in the app's lifespan. aiohttp is used directly:
 the httpx API over aiohttp's transport cost 0.28-0.46 ms of CPU per relayed request
-here, aiohttp alone 0.12-0.15 ms (`python -m tests.benchmarks.bench_upstream_client`),
+here, aiohttp alone 0.12-0.15 ms (`python -m tests.benchmarks.relay.bench_upstream_client`),
 on a path whose whole budget is half a millisecond. Requests go out as the client sent
 them: the URL is not re-quoted, no header is made up (aiohttp's default Accept-Encoding,
 User-Agent and Content-Type are skipped) and bodies are relayed undecoded. aiohttp's

@@ -1,6 +1,6 @@
 """Look-alike manuals and questions that each one section answers, and how well memory
 finds them through the HTTP API (search ranks, chat blocks, generic prompts kept quiet):
-tests/benchmarks/bench_documents.py at full size, its test at a small one."""
+tests/benchmarks/quality/bench_documents.py at full size, its test at a small one."""
 
 from __future__ import annotations
 

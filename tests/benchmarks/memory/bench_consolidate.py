@@ -7,8 +7,8 @@ The first pass does the work; the second, at the same `now`, must change nothing
 a pass runs, a prober writes to the store every 5 ms (as the chat path does) and records
 how long its writes wait. Wall-clock on a shared 2-core machine: noisy.
 
-    python -m tests.benchmarks.bench_consolidate                  # 10k
-    python -m tests.benchmarks.bench_consolidate --sizes 10000 100000
+    python -m tests.benchmarks.memory.bench_consolidate                  # 10k
+    python -m tests.benchmarks.memory.bench_consolidate --sizes 10000 100000
 """
 
 from __future__ import annotations
@@ -26,10 +26,10 @@ from typing import Any
 
 from mnemoproxy.memory.background.consolidate import ConsolidationReport, consolidate
 from mnemoproxy.memory.store import Store
-from tests.benchmarks.bench_search import made_up_vocabulary
+from tests.benchmarks.memory.bench_search import made_up_vocabulary
 from tests.support.report import publish
 
-RESULTS_FILE = Path(__file__).with_name("results") / "consolidate.txt"
+RESULTS_FILE = Path(__file__).parents[1] / "results" / "consolidate.txt"
 AGENT = "bench-agent"
 NOW = 1_700_000_000.0
 DAY = 86_400.0

@@ -16,9 +16,9 @@ that conversation's turns; recall@k = share of a question's evidence turns in it
 
 Timings are wall-clock on a shared 2-core machine where others run tests: noisy.
 
-    python -m tests.benchmarks.bench_embeddings                 # everything (~8 min)
-    python -m tests.benchmarks.bench_embeddings --quick         # 2 conversations, fewer texts
-    python -m tests.benchmarks.bench_embeddings --backends wordllama hashing
+    python -m tests.benchmarks.memory.bench_embeddings            # everything (~8 min)
+    python -m tests.benchmarks.memory.bench_embeddings --quick    # 2 conversations, fewer texts
+    python -m tests.benchmarks.memory.bench_embeddings --backends wordllama hashing
 """
 
 from __future__ import annotations
@@ -39,7 +39,7 @@ from mnemoproxy.memory.embedders import LocalEmbedder, make_embedder
 from tests.support import locomo
 from tests.support.report import publish
 
-RESULTS_FILE = Path(__file__).with_name("results") / "embeddings.txt"
+RESULTS_FILE = Path(__file__).parents[1] / "results" / "embeddings.txt"
 BACKENDS = ("hashing", "wordllama", "minilm", "multilingual")
 CALL_SIZES = (256, 64, 1)
 TOP_K = (5, 10)

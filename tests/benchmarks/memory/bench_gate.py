@@ -1,6 +1,6 @@
 """Relevance gate latency and firing rates, and token-counting speed.
 
-    python -m tests.benchmarks.bench_gate
+    python -m tests.benchmarks.memory.bench_gate
 
 Messages are the LoCoMo conversation turns and questions from
 ../shared/eval-data/locomo10.json (generated stand-ins when the file is absent).
@@ -25,7 +25,7 @@ from pathlib import Path
 from mnemoproxy.gate.relevance import GateContext, HeuristicGate
 from mnemoproxy.gate.tokens.counter import count_tokens, counting_exactly
 
-LOCOMO = Path(__file__).resolve().parents[3] / "shared" / "eval-data" / "locomo10.json"
+LOCOMO = Path(__file__).resolve().parents[4] / "shared" / "eval-data" / "locomo10.json"
 P99_TARGET_MS = 1.0
 
 

@@ -1,10 +1,10 @@
 """Latency of the whole read path (gate + hybrid search + planner) for one agent holding
 10k and 100k memory items, with the default wordllama embedder.
 
-    python -m tests.benchmarks.bench_read_path                    # 10k and 100k items
-    python -m tests.benchmarks.bench_read_path --sizes 2000 --rounds 3
+    python -m tests.benchmarks.memory.bench_read_path                    # 10k and 100k items
+    python -m tests.benchmarks.memory.bench_read_path --sizes 2000 --rounds 3
 
-Each size is seeded into a fresh temporary data dir (tests/benchmarks/seed.py: mostly
+Each size is seeded into a fresh temporary data dir (tests/benchmarks/memory/seed.py: mostly
 transcript messages, plus facts and episodes, all embedded), then the memory side is
 opened by `proxy.chat_memory.open_memory` itself, as the proxy opens it, and
 `ReadPath.prepare` is timed on memory questions (which fire the gate) interleaved with
@@ -29,13 +29,13 @@ from typing import Any
 from mnemoproxy.proxy.app import SWITCH_INTERVAL_SECONDS
 from mnemoproxy.proxy.relay.upstream import Upstream
 from mnemoproxy.proxy.services import open_memory
-from tests.benchmarks.bench_proxy import percentile
-from tests.benchmarks.seed import (
+from tests.benchmarks.memory.seed import (
     MEMORY_QUESTIONS,
     PLAIN_PROMPTS,
     printed_progress,
     seed_data_dir,
 )
+from tests.benchmarks.relay.bench_proxy import percentile
 from tests.support.backends import add_store_backend_argument, store_backend
 from tests.support.proxy_server import make_settings
 from tests.support.report import run_as_script

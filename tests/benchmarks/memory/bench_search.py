@@ -6,8 +6,8 @@ from SQLite in one go); set-up is reported but not part of the timings. The last
 times a smaller, older agent in the same store, whose searches for common terms have to
 look past the big agent's latest matches. Timings are wall-clock on a shared machine.
 
-    python -m tests.benchmarks.bench_search                       # 10k and 100k, hashing
-    python -m tests.benchmarks.bench_search --sizes 10000 --backend wordllama
+    python -m tests.benchmarks.memory.bench_search                       # 10k and 100k, hashing
+    python -m tests.benchmarks.memory.bench_search --sizes 10000 --backend wordllama
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ from mnemoproxy.memory.store.records import TranscriptMessage
 from tests.support.proxy_server import make_settings
 from tests.support.report import publish
 
-RESULTS_FILE = Path(__file__).with_name("results") / "search.txt"
+RESULTS_FILE = Path(__file__).parents[1] / "results" / "search.txt"
 AGENT = "bench-agent"
 # A second, smaller agent in the same store, timed in the last variant.
 NEIGHBOUR = "bench-neighbour"

@@ -1,6 +1,6 @@
 """Document retrieval, measured through the public API.
 
-    python -m tests.benchmarks.bench_documents [--documents 20] [--embedding-backend B]
+    python -m tests.benchmarks.quality.bench_documents [--documents 20] [--embedding-backend B]
 
 A document set built here: N Markdown manuals of made-up products, each with six of eight
 section kinds (warranty, cleaning, temperature, support, installation, power, weight,

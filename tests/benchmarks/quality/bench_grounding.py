@@ -16,9 +16,9 @@ Invented facts: each session is also given the facts of a session of another con
 (the first speaker's name swapped in), with a turn picked at random named as the source:
 fluent, plausible and false here. The share of those kept is grounding's false-acceptance.
 
-Conversations are split tune/held by id (tests/benchmarks/eval_datasets.py): the
+Conversations are split tune/held by id (tests/benchmarks/quality/eval_datasets.py): the
 constants were tuned on the first. Run from the repository root:
-`python -m tests.benchmarks.bench_grounding`.
+`python -m tests.benchmarks.quality.bench_grounding`.
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ from typing import Any
 
 from mnemoproxy.memory.distill.grounding import ground
 from mnemoproxy.memory.models import Distillation, FactDraft, SessionInput, Turn
-from tests.benchmarks.eval_datasets import locomo_pairs, split_of
+from tests.benchmarks.quality.eval_datasets import locomo_pairs, split_of
 from tests.support import locomo
 from tests.support.report import run_as_script
 

@@ -4,12 +4,12 @@ Each conversation becomes one agent; each of its turns one transcript message wi
 "speaker: text" at its session's date. Every question is searched in the transcript scope
 and recall@k = |evidence turns in the top k| / |evidence turns| is averaged.
 
-    python -m tests.benchmarks.bench_retrieval                  # bm25 + wordllama hybrid
-    python -m tests.benchmarks.bench_retrieval --backends wordllama minilm --date-prefix
-    python -m tests.benchmarks.bench_retrieval --haystack 100000 --match-budgets 500 1000
+    python -m tests.benchmarks.quality.bench_retrieval                  # bm25 + wordllama hybrid
+    python -m tests.benchmarks.quality.bench_retrieval --backends wordllama minilm --date-prefix
+    python -m tests.benchmarks.quality.bench_retrieval --haystack 100000 --match-budgets 500 1000
 
 With --haystack N all conversations share one store with a neighbour agent holding N
-synthetic messages (tests/benchmarks/seed.py): term statistics then come from a large
+synthetic messages (tests/benchmarks/memory/seed.py): term statistics then come from a large
 store, where the search's match budget leaves the commonest query terms out.
 """
 
@@ -28,13 +28,13 @@ from typing import Any
 from mnemoproxy.memory import Memory
 from mnemoproxy.memory.search.hybrid import BM25_ONLY, DEFAULT_FUSION, DEFAULT_MMR_LAMBDA, Fusion
 from mnemoproxy.memory.store.records import Role, TranscriptMessage
-from tests.benchmarks.seed import printed_progress, seed_store
+from tests.benchmarks.memory.seed import printed_progress, seed_store
 from tests.support import locomo
 from tests.support.backends import add_store_backend_argument, store_backend
 from tests.support.proxy_server import make_settings
 from tests.support.report import publish
 
-RESULTS_FILE = Path(__file__).with_name("results") / "retrieval.txt"
+RESULTS_FILE = Path(__file__).parents[1] / "results" / "retrieval.txt"
 KS = (5, 10)
 HAYSTACK_AGENT = "haystack"
 

@@ -5,7 +5,7 @@ Every LoCoMo message is a person speaking in the first person, so each one is fe
 `extract_facts` as a user message. Then every session is distilled as the helper process
 distils one (`distill_session`: facts, the episode, procedures), its messages paired into
 turns; the best of two passes, in CPU time of this process. Run from the repository root:
-`python -m tests.benchmarks.bench_rule_facts`.
+`python -m tests.benchmarks.quality.bench_rule_facts`.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from typing import Any
 from mnemoproxy.memory.distill.rules import distill_session, extract_facts
 from mnemoproxy.memory.models import SessionInput, Turn
 
-DATA = Path(__file__).resolve().parents[3] / "shared" / "eval-data" / "locomo10.json"
+DATA = Path(__file__).resolve().parents[4] / "shared" / "eval-data" / "locomo10.json"
 SAMPLE_SIZE = 15
 
 

@@ -1,6 +1,6 @@
 """Memory quality as a user meets it: a real proxy process, the public HTTP API, the openai SDK.
 
-    python -m tests.benchmarks.eval_memory [--datasets longmemeval locomo generic]
+    python -m tests.benchmarks.quality.eval_memory [--datasets longmemeval locomo generic]
         [--modes transcript distilled] [--limit N] [--setting NAME=VALUE ...] [--neighbour N]
         [--out docs/results/eval.md] [--dump blocks.jsonl]
 
@@ -41,7 +41,7 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from tests.benchmarks.eval_datasets import (
+from tests.benchmarks.quality.eval_datasets import (
     Plan,
     Probe,
     generic_probes,
@@ -72,7 +72,7 @@ from tests.support.fake_upstream import FakeUpstream
 from tests.support.generic_prompts import VICUNA_PATH
 from tests.support.report import run_as_script
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 DATASETS = ("longmemeval", "oracle", "locomo", "personal", "multilingual", "generic")
 MODES = {"transcript": ("transcript only", True), "distilled": ("with distillation", False),
          "annotated": ("with a capable model's distillation", False)}
@@ -563,7 +563,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
         args = sys.argv[1:] if argv is None else list(argv)
         environment = [f"{k}={v}" for k, v in sorted(os.environ.items()) if k.startswith("MNEMO_")]
         write_report(Path(options.out), lines, {
-            "command": " ".join(["python -m tests.benchmarks.eval_memory", *args]),
+            "command": " ".join(["python -m tests.benchmarks.quality.eval_memory", *args]),
             "wall": f"{seconds / 60:.1f} min",
             "date": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
             "machine": machine(),

@@ -41,13 +41,13 @@ from typing import Any
 
 import httpx
 
-from tests.benchmarks.eval_memory import load_average, machine, markdown_table
-from tests.benchmarks.llama_server import MODEL_ALIAS, ensure_model, ensure_server
+from tests.benchmarks.quality.eval_memory import load_average, machine, markdown_table
+from tests.benchmarks.quality.llama_server import MODEL_ALIAS, ensure_model, ensure_server
 from tests.support import locomo, longmemeval
 from tests.support.blackbox import free_port, running_proxy
 from tests.support.processes import process
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
+REPO_ROOT = Path(__file__).resolve().parents[3]
 DEFAULT_CACHE = REPO_ROOT / ".cache" / "llama"
 SERVER_START_SECONDS = 300.0
 # The context a stock llama-server start gives a small model is enough for a session.
@@ -306,8 +306,8 @@ def report(
         f"`--parallel {info['parallel']}`, context {SERVER_CONTEXT}; proxy settings: "
         f"{info['settings']}.",
         "",
-        "Judged as tests/benchmarks/eval_real.py describes: grounded = the fact's names and "
-        "numbers and half its other words are in the user's turns; invented = a name or "
+        "Judged as tests/benchmarks/quality/eval_real.py describes: grounded = the fact's "
+        "names and numbers and half its other words are in the user's turns; invented = a name or "
         "number found nowhere in the session; confirmed = matches a LoCoMo annotation.",
         "",
     ]

@@ -1,8 +1,8 @@
 """What a very large message costs the proxy on every later turn: a pasted 100k-character
 prose document, base64 blob or one long "word", against the fake upstream.
 
-    python -m tests.benchmarks.bench_big_messages
-    python -m tests.benchmarks.bench_big_messages --rounds 6 --kinds prose word --chars 50000
+    python -m tests.benchmarks.relay.bench_big_messages
+    python -m tests.benchmarks.relay.bench_big_messages --rounds 6 --kinds prose word --chars 50000
 
 Users paste logs, blobs and documents into chats, and a client re-sends the whole history
 with every turn, so whatever the proxy does in proportion to a message's size is paid
@@ -41,8 +41,8 @@ from typing import Any
 
 import httpx
 
-from tests.benchmarks.bench_proxy import percentile
-from tests.benchmarks.seed import MEMORY_QUESTIONS, PLAIN_PROMPTS
+from tests.benchmarks.memory.seed import MEMORY_QUESTIONS, PLAIN_PROMPTS
+from tests.benchmarks.relay.bench_proxy import percentile
 from tests.support.processes import cpu_seconds, fake_upstream_process, running_proxy
 
 CHARS = 100_000

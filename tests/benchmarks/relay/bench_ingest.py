@@ -1,7 +1,7 @@
 """Write-side throughput, and what recording adds to a chat completion.
 
-    python -m tests.benchmarks.bench_ingest
-    python -m tests.benchmarks.bench_ingest --conversations 4 --turns 10 --requests 20
+    python -m tests.benchmarks.relay.bench_ingest
+    python -m tests.benchmarks.relay.bench_ingest --conversations 4 --turns 10 --requests 20
 
 1. Ingest: conversations sent to `POST /memory/ingest` of a real proxy process (default
    settings: rule-based distiller, wordllama embeddings), `--parallel` requests at a
@@ -39,9 +39,9 @@ from typing import Any
 import aiohttp
 
 from mnemoproxy.memory.embedders import make_embedder
-from tests.benchmarks.bench_embeddings import embedding_rate
-from tests.benchmarks.bench_proxy import percentile
-from tests.benchmarks.seed import TextMaker
+from tests.benchmarks.memory.bench_embeddings import embedding_rate
+from tests.benchmarks.memory.seed import TextMaker
+from tests.benchmarks.relay.bench_proxy import percentile
 from tests.support.backends import add_store_backend_argument, store_backend
 from tests.support.processes import (
     cpu_seconds,

@@ -1,7 +1,7 @@
 """What long-thread compression (context_budget_tokens) saves and what it costs, against the
 fake upstream.
 
-    python -m tests.benchmarks.bench_long_threads [--requests N] [--messages M] [--budget B]
+    python -m tests.benchmarks.relay.bench_long_threads [--requests N] [--messages M] [--budget B]
 
 Three proxy processes in front of one fake upstream (in this process, in a thread, so the
 core model's answers can be scripted): compression off, on without a core model

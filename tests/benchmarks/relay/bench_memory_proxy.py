@@ -1,10 +1,10 @@
 """Proxy overhead for an agent holding 100k memory items, and the proxy's resident memory.
 
-    python -m tests.benchmarks.bench_memory_proxy
-    python -m tests.benchmarks.bench_memory_proxy --items 5000 --requests 30
-    python -m tests.benchmarks.bench_memory_proxy --workers 1,2 --repeat 2
+    python -m tests.benchmarks.relay.bench_memory_proxy
+    python -m tests.benchmarks.relay.bench_memory_proxy --items 5000 --requests 30
+    python -m tests.benchmarks.relay.bench_memory_proxy --workers 1,2 --repeat 2
 
-A temporary data dir is seeded in this process (tests/benchmarks/seed.py, wordllama
+A temporary data dir is seeded in this process (tests/benchmarks/memory/seed.py, wordllama
 vectors) and closed; then a proxy process opens it with --embedding-backend wordllama in
 front of the fake upstream. Chat completions with X-Agent-Id are compared with the same
 requests sent to the fake upstream directly (bench_proxy.compare: non-streaming latency
@@ -45,14 +45,14 @@ import aiohttp
 import httpx
 
 from mnemoproxy.proxy.cli.workers import WORKER_HEADER_ENV
-from tests.benchmarks.bench_proxy import (
+from tests.benchmarks.memory.seed import printed_progress, seed_data_dir
+from tests.benchmarks.relay.bench_proxy import (
     compare,
     measure,
     percentile,
     print_rows,
     proxied_requests,
 )
-from tests.benchmarks.seed import printed_progress, seed_data_dir
 from tests.support.processes import (
     cpu_seconds,
     fake_upstream_process,

@@ -1,6 +1,6 @@
 """What the memory tool (memory_tool = true) adds to a chat request, against the fake upstream.
 
-    python -m tests.benchmarks.bench_memory_tool [--requests N] [--embedding-backend B]
+    python -m tests.benchmarks.relay.bench_memory_tool [--requests N] [--embedding-backend B]
 
 Two proxy processes in front of one fake upstream (in this process, in a thread, so each
 request can script the model): memory_tool off and on, each data_dir seeded with the same

@@ -1,6 +1,6 @@
 """Proxy overhead: chat completions through the proxy vs the same fake upstream directly.
 
-    python -m tests.benchmarks.bench_proxy [--requests N]
+    python -m tests.benchmarks.relay.bench_proxy [--requests N]
 
 Both run as separate processes on loopback; one client process alternates between the
 two targets in the same run, so machine noise hits both alike. Reports p50/p99 latency

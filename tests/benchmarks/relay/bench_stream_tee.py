@@ -1,6 +1,6 @@
 """What reading a copy of a streamed reply costs the proxy (proxy/relay/sse.py's StreamTee).
 
-    python -m tests.benchmarks.bench_stream_tee
+    python -m tests.benchmarks.relay.bench_stream_tee
 
 Every streamed chat with memory passes through the tee, which reassembles the reply to
 remember it. A stream of N chat.completion.chunk events is fed whole in one read (what a

@@ -2,7 +2,7 @@
 against the httpx API (over httpx-aiohttp's transport when installed, else httpx's own),
 each sending the same chat request to the fake upstream and reading the reply whole.
 
-    python -m tests.benchmarks.bench_upstream_client [--requests N] [--rounds R]
+    python -m tests.benchmarks.relay.bench_upstream_client [--requests N] [--rounds R]
 
 Rounds alternate the two clients, so machine noise hits both alike.
 """
