@@ -21,11 +21,13 @@ import sqlite3
 import tempfile
 import time
 from collections.abc import Sequence
+from contextlib import closing
 from pathlib import Path
 from typing import Any
 
 from mnemoproxy.memory.background.consolidate import ConsolidationReport, consolidate
 from mnemoproxy.memory.store import Store
+from mnemoproxy.memory.store.cipher import with_text_functions
 from tests.benchmarks.memory.bench_search import made_up_vocabulary
 from tests.support.report import publish
 
@@ -71,7 +73,8 @@ def _seed(path: Path, size: int, rng: random.Random) -> None:
     for summary in _summaries(rng, size):
         at = NOW - rng.uniform(0, 500) * DAY
         episodes.append((AGENT, summary, json.dumps(summary.split()[:3]), 0.5, at, at + 600, at))
-    with sqlite3.connect(path) as db:
+    # The schema's full-text triggers call the store's own text functions.
+    with closing(with_text_functions(sqlite3.connect(path))) as db, db:
         db.executemany(
             "INSERT INTO facts (agent_id, kind, content, salience, source_count, use_count, "
             "valid_from, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
