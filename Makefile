@@ -34,7 +34,7 @@ browser: ## install Debian's chromium when missing (apt-get)
 	  DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq chromium >/dev/null; }
 
 # The suite runs on each store backend; PostgreSQL's run starts a throwaway cluster of
-# Debian's server (tests/support/postgres_cluster.py).
+# Debian's server (tests/support/servers/postgres_cluster.py).
 postgres: ## install Debian's PostgreSQL server when missing (apt-get)
 	@ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || command -v initdb >/dev/null || { \
 	  echo "installing postgresql for the PostgreSQL tests (apt-get)"; \

@@ -8,11 +8,11 @@ import pytest
 from mnemoproxy.memory import Memory
 from mnemoproxy.memory.embedders import HashingEmbedder
 from mnemoproxy.memory.store import Store
-from tests.support.backends import store_url_for, use_postgres
-from tests.support.fake_upstream import FakeUpstream
 from tests.support.memory_client import memory_settings
-from tests.support.postgres_cluster import Cluster, running_cluster
-from tests.support.proxy_server import ProxyServer, make_settings
+from tests.support.servers.backends import store_url_for, use_postgres
+from tests.support.servers.fake_upstream import FakeUpstream
+from tests.support.servers.postgres_cluster import Cluster, running_cluster
+from tests.support.servers.proxy_server import ProxyServer, make_settings
 
 
 @pytest.hookimpl(wrapper=True)
@@ -58,7 +58,7 @@ def memory_proxy(fake_upstream: FakeUpstream, tmp_path) -> Iterator[ProxyServer]
 def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption(
         "--store-backend", choices=("sqlite", "postgres"), default="sqlite",
-        help="where the memory the tests open lives (tests/support/backends.py)")
+        help="where the memory the tests open lives (tests/support/servers/backends.py)")
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -75,7 +75,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 @pytest.fixture(scope="session")
 def postgres_cluster() -> Iterator[Cluster]:
-    """A throwaway PostgreSQL cluster for the whole run (tests/support/postgres_cluster.py)."""
+    """A throwaway PostgreSQL cluster for the whole run
+    (tests/support/servers/postgres_cluster.py)."""
     with running_cluster() as cluster:
         yield cluster
 

@@ -12,9 +12,9 @@ from typing import Any
 import httpx
 import pytest
 
+from tests.support.data.pdf_maker import make_pdf
 from tests.support.memory_client import memory_settings, sdk, search, user_text_seen_upstream
-from tests.support.pdf_maker import make_pdf
-from tests.support.proxy_server import ProxyServer
+from tests.support.servers.proxy_server import ProxyServer
 
 MANUAL = """# Falcon X200 Drill Manual
 
@@ -225,7 +225,7 @@ def test_too_many_chunks_is_a_413(server, monkeypatch):
 def test_recall_on_a_built_document_set(fake_upstream, tmp_path):
     """A light run of tests/benchmarks/quality/bench_documents.py: 8 look-alike manuals, 16
     questions each answered by one section, through search and through the chat."""
-    from tests.support.document_recall import document_set, measure
+    from tests.support.data.document_recall import document_set, measure
 
     docs, questions = document_set(8)
     settings = memory_settings(fake_upstream, tmp_path, embedding_backend="wordllama")

@@ -8,7 +8,7 @@ import json
 import httpx
 
 from tests.support.memory_client import memory_settings, sdk, wait_for
-from tests.support.proxy_server import ProxyServer
+from tests.support.servers.proxy_server import ProxyServer
 
 
 def export(server: ProxyServer, agent: str) -> list[dict]:

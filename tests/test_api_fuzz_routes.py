@@ -15,9 +15,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests.support.fake_upstream import FakeUpstream
 from tests.support.memory_client import memory_settings
-from tests.support.proxy_server import ProxyServer
+from tests.support.servers.fake_upstream import FakeUpstream
+from tests.support.servers.proxy_server import ProxyServer
 
 # Per route and kind of body; FUZZ_EXAMPLES=2000 for a deeper run than the suite's.
 EXAMPLES = int(os.environ.get("FUZZ_EXAMPLES", "60"))

@@ -13,9 +13,9 @@ from collections.abc import Iterator
 import httpx
 import pytest
 
-from tests.support.fake_upstream import FakeUpstream
 from tests.support.memory_client import memory_settings, sdk
-from tests.support.proxy_server import ProxyServer
+from tests.support.servers.fake_upstream import FakeUpstream
+from tests.support.servers.proxy_server import ProxyServer
 
 NEWLINES = 30_000
 SEARCH_SECONDS = 1.0

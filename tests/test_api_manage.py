@@ -6,7 +6,7 @@ from __future__ import annotations
 import httpx
 
 from tests.support.memory_client import sdk, wait_for
-from tests.support.raw_store import stored_bytes
+from tests.support.servers.raw_store import stored_bytes
 
 
 def test_look_through_an_agents_memory_and_fix_it_by_hand(memory_proxy, fake_upstream):

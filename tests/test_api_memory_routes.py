@@ -10,14 +10,14 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.support.fake_core_model import LENA_DISTILLATION
 from tests.support.memory_client import (
     memory_settings,
     post,
     search,
     wait_for,
 )
-from tests.support.proxy_server import ProxyServer
+from tests.support.servers.fake_core_model import LENA_DISTILLATION
+from tests.support.servers.proxy_server import ProxyServer
 
 
 def test_ingest_reports_supersession(memory_proxy):

@@ -14,8 +14,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from mnemoproxy.memory.write.reimport import known_prefix
-from tests.support.pdf_maker import make_pdf
-from tests.support.proxy_server import ProxyServer
+from tests.support.data.pdf_maker import make_pdf
+from tests.support.servers.proxy_server import ProxyServer
 
 
 def ingest(server: ProxyServer, turns: list[tuple[str, str]], **extra: Any) -> dict[str, Any]:

@@ -20,9 +20,9 @@ from mnemoproxy.memory import management
 from mnemoproxy.memory.write import documents
 from mnemoproxy.proxy.api import uploads
 from mnemoproxy.proxy.edge.keys import KeyFile
+from tests.support.data.pdf_maker import make_pdf, page_bomb
 from tests.support.memory_client import memory_settings
-from tests.support.pdf_maker import make_pdf, page_bomb
-from tests.support.proxy_server import ProxyServer
+from tests.support.servers.proxy_server import ProxyServer
 
 
 def upload(url: str, agent: str, name: str, data: bytes, kind: str,

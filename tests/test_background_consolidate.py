@@ -24,7 +24,7 @@ from mnemoproxy.memory.store import Store
 from mnemoproxy.memory.store.records import TranscriptMessage
 from mnemoproxy.memory.store.schema import MIGRATIONS
 from mnemoproxy.memory.write.facts import NEAR_DUPLICATE_JACCARD, normalise
-from tests.support.raw_store import rows as raw_rows
+from tests.support.servers.raw_store import rows as raw_rows
 
 DAY = 86_400.0
 NOW = 1_700_000_000.0

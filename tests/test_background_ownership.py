@@ -19,8 +19,8 @@ from mnemoproxy.memory.background.ownership import OWNER_FILE, RETRY_SECONDS, Ow
 from mnemoproxy.memory.embedders import HashingEmbedder
 from mnemoproxy.memory.search.hybrid import Fusion
 from mnemoproxy.memory.search.vectors import REFRESH_SECONDS
-from tests.support.proxy_server import make_settings
-from tests.support.raw_store import raw, rows
+from tests.support.servers.proxy_server import make_settings
+from tests.support.servers.raw_store import raw, rows
 
 VECTORS_ONLY = Fusion(vector_weight=1.0)
 

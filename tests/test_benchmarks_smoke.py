@@ -14,8 +14,8 @@ from typing import Any
 
 import pytest
 
-from tests.support import locomo
 from tests.support.blackbox import Evidence, fenced_block, norm
+from tests.support.data import locomo
 from tests.support.report import FIGURES_FILE_ENV, markdown
 
 

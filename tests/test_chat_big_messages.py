@@ -10,10 +10,10 @@ from pathlib import Path
 import httpx
 
 from mnemoproxy.gate.fence import FLAG
-from tests.support.fake_upstream import FakeUpstream
 from tests.support.memory_client import sdk, search, user_text_seen_upstream, wait_for
-from tests.support.ports import free_port
-from tests.support.proxy_server import serve_process
+from tests.support.servers.fake_upstream import FakeUpstream
+from tests.support.servers.ports import free_port
+from tests.support.servers.proxy_server import serve_process
 
 MESSAGE_BYTES = 5_000_000
 PEAK_GROWTH_MIB = 300

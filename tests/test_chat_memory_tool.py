@@ -14,9 +14,9 @@ import openai
 import pytest
 
 from mnemoproxy.proxy.services import open_memory
-from tests.support.fake_upstream import FakeUpstream, RecordedRequest
 from tests.support.memory_client import memory_settings, post, sdk
-from tests.support.proxy_server import ProxyServer
+from tests.support.servers.fake_upstream import FakeUpstream, RecordedRequest
+from tests.support.servers.proxy_server import ProxyServer
 
 WEATHER_TOOL = {
     "type": "function",

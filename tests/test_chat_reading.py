@@ -10,7 +10,6 @@ from typing import Any
 
 from mnemoproxy.gate import ReadPath
 from mnemoproxy.proxy.services import open_memory
-from tests.support.fake_core_model import LENA_DISTILLATION
 from tests.support.memory_client import (
     memory_settings,
     post,
@@ -18,7 +17,8 @@ from tests.support.memory_client import (
     search,
     user_text_seen_upstream,
 )
-from tests.support.proxy_server import ProxyServer
+from tests.support.servers.fake_core_model import LENA_DISTILLATION
+from tests.support.servers.proxy_server import ProxyServer
 
 
 def test_ingest_then_identity_question_gets_memory_and_haiku_does_not(memory_proxy, fake_upstream):

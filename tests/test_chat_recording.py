@@ -9,7 +9,6 @@ import time
 import httpx
 import pytest
 
-from tests.support.malformed_events import MALFORMED_DELTAS
 from tests.support.memory_client import (
     memory_settings,
     post,
@@ -17,7 +16,8 @@ from tests.support.memory_client import (
     search,
     wait_for,
 )
-from tests.support.proxy_server import ProxyServer
+from tests.support.servers.malformed_events import MALFORMED_DELTAS
+from tests.support.servers.proxy_server import ProxyServer
 
 
 def test_chat_turns_become_facts_after_debounce(memory_proxy, fake_upstream):

@@ -11,7 +11,7 @@ import pytest
 from mnemoproxy.proxy.cli.main import main
 from mnemoproxy.proxy.edge.keys import KeyFile
 from tests.support.memory_client import memory_settings
-from tests.support.proxy_server import ProxyServer
+from tests.support.servers.proxy_server import ProxyServer
 
 CHATGPT = [{
     "id": "conv-1", "title": "Moving", "create_time": 1709287200.0, "current_node": "c",

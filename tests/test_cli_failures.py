@@ -15,9 +15,9 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.support.backends import store_url_for
-from tests.support.ports import free_port
-from tests.support.proxy_server import ProxyServer
+from tests.support.servers.backends import store_url_for
+from tests.support.servers.ports import free_port
+from tests.support.servers.proxy_server import ProxyServer
 
 ROOT = Path(__file__).resolve().parents[1]
 MEMORY_COMMANDS = (["agents"], ["show", "--agent-id", "zoe"],

@@ -10,9 +10,9 @@ import httpx
 
 from mnemoproxy.proxy.cli.main import main
 from mnemoproxy.proxy.edge.keys import KeyFile
+from tests.support.data.pdf_maker import make_pdf
 from tests.support.memory_client import memory_settings
-from tests.support.pdf_maker import make_pdf
-from tests.support.proxy_server import ProxyServer
+from tests.support.servers.proxy_server import ProxyServer
 
 
 def a_folder(tmp_path):

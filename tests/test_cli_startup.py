@@ -12,8 +12,8 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.support.ports import free_port
-from tests.support.proxy_server import serve_process
+from tests.support.servers.ports import free_port
+from tests.support.servers.proxy_server import serve_process
 
 
 def served(tmp_path: Path, upstream: str, *options: str, env: dict[str, str] | None = None

@@ -24,9 +24,9 @@ import pytest
 
 from mnemoproxy.memory.background.ownership import owner_pid
 from mnemoproxy.proxy.cli.workers import WORKER_HEADER_ENV
-from tests.support.backends import store_url_for
-from tests.support.processes import fake_upstream_process, running_proxy
-from tests.support.raw_store import rows
+from tests.support.servers.backends import store_url_for
+from tests.support.servers.processes import fake_upstream_process, running_proxy
+from tests.support.servers.raw_store import rows
 
 pytestmark = pytest.mark.slow
 

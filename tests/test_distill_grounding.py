@@ -15,7 +15,7 @@ from mnemoproxy.memory.core_model.client import Completion
 from mnemoproxy.memory.distill.llm import LLMDistiller
 from mnemoproxy.memory.distill.parse import DISTILLATION_SCHEMA, close_truncated
 from mnemoproxy.memory.models import SessionInput, Turn
-from tests.support.fake_core_model import FakeCoreModel
+from tests.support.servers.fake_core_model import FakeCoreModel
 
 TURNS = [
     Turn("Can you explain how JSON schemas work?", "Sure. A schema describes..."),

@@ -18,7 +18,7 @@ from mnemoproxy.memory.distill.protocol import Distiller
 from mnemoproxy.memory.models import SessionInput, Turn
 from mnemoproxy.memory.write import redact
 from mnemoproxy.memory.write.redact import looks_like_secret, redact_secrets
-from tests.support.fake_core_model import FakeCoreModel
+from tests.support.servers.fake_core_model import FakeCoreModel
 
 
 def reply(**overrides: Any) -> str:

@@ -14,9 +14,9 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.support.fake_upstream import Reply
 from tests.support.memory_client import memory_settings, post, sdk, user_text_seen_upstream
-from tests.support.proxy_server import ProxyServer
+from tests.support.servers.fake_upstream import Reply
+from tests.support.servers.proxy_server import ProxyServer
 
 DEPLOY = ("Here's how I deploy the blog:\n1. Run the link checker\n"
           "2. Build the site with hugo --minify\n3. Rsync the public folder to the droplet")

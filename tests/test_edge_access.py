@@ -16,9 +16,9 @@ from mnemoproxy.errors import SettingError
 from mnemoproxy.proxy.app import create_app
 from mnemoproxy.proxy.cli.main import main
 from mnemoproxy.proxy.edge.keys import KeyFile
-from tests.support.fake_upstream import FakeUpstream
 from tests.support.memory_client import memory_settings
-from tests.support.proxy_server import ProxyServer
+from tests.support.servers.fake_upstream import FakeUpstream
+from tests.support.servers.proxy_server import ProxyServer
 
 AGENT = "ana"
 
@@ -123,7 +123,8 @@ def test_the_openai_sdk_api_key_is_the_proxy_key_and_revoking_it_locks_it_out(ke
         model="m", messages=[{"role": "user", "content": "hello"}])
     assert reply.choices[0].message.content
     key_id = next(k.id for k in keys.active if k.agents == (AGENT,))
-    assert main(["keys", "--keys-file", str(keys.path), "revoke", key_id]) == 0
+    assert main(["keys", "--keys-file", str(keys.path), "--data-dir", server.settings.data_dir,
+                 "revoke", key_id]) == 0
     with pytest.raises(openai.AuthenticationError):
         for _ in range(30):  # the proxy re-reads the key file within a second
             client.chat.completions.create(
@@ -243,7 +244,8 @@ def test_a_reachable_proxy_whose_keys_are_all_revoked_is_closed(fake_upstream, t
     key, _ = keys.add(agents=None, admin=True)
     settings = memory_settings(fake_upstream, tmp_path, host="0.0.0.0", keys_file=str(keys.path))
     with ProxyServer(settings) as server:
-        assert main(["keys", "--keys-file", str(keys.path), "revoke", key.id]) == 0
+        assert main(["keys", "--keys-file", str(keys.path), "--data-dir", settings.data_dir,
+                     "revoke", key.id]) == 0
         time.sleep(1.1)  # the key file is re-read within a second
         assert httpx.get(server.url + "/agents").status_code == 401
         assert httpx.get(server.url + "/health").status_code == 200

@@ -10,9 +10,9 @@ import httpx
 import openai
 import pytest
 
-from tests.support.fake_upstream import FakeUpstream
-from tests.support.ports import free_port
-from tests.support.proxy_server import ProxyServer, make_settings
+from tests.support.servers.fake_upstream import FakeUpstream
+from tests.support.servers.ports import free_port
+from tests.support.servers.proxy_server import ProxyServer, make_settings
 
 
 def assert_openai_error(response: httpx.Response, status: int, *, param: str | None = None):
@@ -256,7 +256,7 @@ def test_a_body_that_never_arrives_gets_408(fake_upstream: FakeUpstream, path: s
 def test_no_response_or_log_line_shows_the_credentials_of_a_url(tmp_path):
     """Credentials in upstream_url (and the core model's URL) stay the operator's: an
     unreachable upstream's 502, /health, the log, an ingest the core model fails on."""
-    from tests.support.proxy_server import serve_process
+    from tests.support.servers.proxy_server import serve_process
 
     secret = "s3cretpass"
     dead = f"http://alice:{secret}@127.0.0.1:{free_port()}/v1"

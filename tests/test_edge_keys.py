@@ -15,9 +15,9 @@ from mnemoproxy.proxy.cli.main import main
 from mnemoproxy.proxy.edge.keys import KeyFile
 from mnemoproxy.proxy.relay.probe import Reachability
 from mnemoproxy.proxy.startup import startup_report
-from tests.support.fake_upstream import FakeUpstream
 from tests.support.memory_client import memory_settings, wait_for
-from tests.support.proxy_server import ProxyServer
+from tests.support.servers.fake_upstream import FakeUpstream
+from tests.support.servers.proxy_server import ProxyServer
 
 RELOAD = 1.2  # the proxy re-reads the key file within a second
 CHAT = {"model": "m", "messages": [{"role": "user", "content": "What is my locker code?"}]}

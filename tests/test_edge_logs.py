@@ -9,8 +9,8 @@ import sys
 import httpx
 
 from mnemoproxy.proxy.edge.logs import JsonFormatter
-from tests.support.ports import free_port
-from tests.support.proxy_server import serve_process
+from tests.support.servers.ports import free_port
+from tests.support.servers.proxy_server import serve_process
 
 
 def test_the_server_writes_json_lines(fake_upstream, tmp_path):

@@ -16,7 +16,7 @@ from mnemoproxy.errors import CoreModelCapped
 from mnemoproxy.memory.core_model.budget import CoreBudget
 from mnemoproxy.memory.core_model.client import Completion
 from tests.support.memory_client import memory_settings, post, sdk
-from tests.support.proxy_server import ProxyServer
+from tests.support.servers.proxy_server import ProxyServer
 
 Samples = dict[tuple[str, frozenset[tuple[str, str]]], float]
 

@@ -11,7 +11,7 @@ from typing import Any
 import httpx
 
 from mnemoproxy.proxy.app import create_app
-from tests.support.proxy_server import ProxyServer
+from tests.support.servers.proxy_server import ProxyServer
 
 # Routes the schema leaves out: OpenAI's, MCP's own protocol, Prometheus text, HTML pages.
 NOT_DOCUMENTED = ("/v1", "/mcp", "/metrics", "/ui", "/schema")

@@ -34,7 +34,7 @@ from mnemoproxy.memory.embedders.base import MAX_EMBED_CHARS
 from mnemoproxy.memory.embedders.minilm import default_model_dir
 from mnemoproxy.memory.embedders.multilingual import MULTILINGUAL_SHA256, default_resources_dir
 from mnemoproxy.proxy.relay.upstream import Upstream
-from tests.support.proxy_server import make_settings
+from tests.support.servers.proxy_server import make_settings
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 LOCAL_BACKENDS = ("hashing", "wordllama", "minilm", "multilingual")

@@ -13,8 +13,8 @@ import pytest
 from mnemoproxy.gate.threads.summaries import SUMMARY_CLOSE, SUMMARY_OPEN
 from mnemoproxy.gate.threads.thread import message_tokens
 from tests.support.memory_client import memory_settings, post, sdk
-from tests.support.proxy_server import ProxyServer
-from tests.support.raw_store import rows
+from tests.support.servers.proxy_server import ProxyServer
+from tests.support.servers.raw_store import rows
 
 BUDGET = 2000
 SYSTEM = {"role": "system", "content": "You are a patient travel planner. Answer briefly."}

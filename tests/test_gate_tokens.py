@@ -23,8 +23,8 @@ from mnemoproxy.gate.tokens.counter import (
     load_token_counter,
 )
 from mnemoproxy.gate.tokens.o200k import GROUPS, load_ranks
-from tests.support import locomo, longmemeval, tiktoken_reference
-from tests.support.generic_prompts import VICUNA_PATH
+from tests.support.data import locomo, longmemeval, tiktoken_reference
+from tests.support.data.generic_prompts import VICUNA_PATH
 
 
 @pytest.fixture(scope="module")

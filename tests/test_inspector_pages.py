@@ -17,7 +17,7 @@ from playwright.async_api import Page, async_playwright, expect
 from mnemoproxy.proxy.edge.keys import KeyFile
 from mnemoproxy.proxy.edge.sessions import InspectorSessions
 from tests.support.memory_client import memory_settings
-from tests.support.proxy_server import ProxyServer
+from tests.support.servers.proxy_server import ProxyServer
 
 SCREENSHOTS = Path(__file__).resolve().parent.parent / "test-results"
 

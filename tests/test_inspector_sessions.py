@@ -14,7 +14,7 @@ import httpx
 from mnemoproxy.proxy.edge.keys import KeyFile
 from mnemoproxy.proxy.edge.sessions import SECRET_NAME, SESSION_SECONDS, InspectorSessions
 from tests.support.memory_client import memory_settings
-from tests.support.proxy_server import ProxyServer
+from tests.support.servers.proxy_server import ProxyServer
 
 COOKIE = "mnemoproxy_key"
 

@@ -15,9 +15,9 @@ from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
 
 from mnemoproxy.proxy.edge.keys import KeyFile
-from tests.support.backends import store_url_for
 from tests.support.memory_client import memory_settings
-from tests.support.proxy_server import ProxyServer
+from tests.support.servers.backends import store_url_for
+from tests.support.servers.proxy_server import ProxyServer
 
 ROOT = Path(__file__).resolve().parents[1]
 

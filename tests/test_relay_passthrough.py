@@ -10,8 +10,8 @@ import httpx
 import openai
 import pytest
 
-from tests.support.fake_upstream import FakeUpstream
-from tests.support.proxy_server import ProxyServer, make_settings
+from tests.support.servers.fake_upstream import FakeUpstream
+from tests.support.servers.proxy_server import ProxyServer, make_settings
 
 
 def client_for(base_url: str, **kwargs) -> openai.OpenAI:

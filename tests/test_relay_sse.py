@@ -10,7 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from mnemoproxy.proxy.relay.sse import StreamTee, complete_events, reply_from_json
-from tests.support.malformed_events import MALFORMED_DELTAS
+from tests.support.servers.malformed_events import MALFORMED_DELTAS
 
 
 def _event(delta: dict, finish: str | None = None) -> bytes:

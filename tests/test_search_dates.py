@@ -11,7 +11,7 @@ from tests.support.memory_client import (
     search,
     user_text_seen_upstream,
 )
-from tests.support.proxy_server import ProxyServer
+from tests.support.servers.proxy_server import ProxyServer
 
 FRIENDS = ["Ana", "Ben", "Cleo", "Dev", "Eli", "Fay", "Gus", "Hana", "Ivo", "Jun", "Kai", "Lea"]
 

@@ -11,7 +11,7 @@ import httpx
 import pytest
 
 from tests.support.memory_client import memory_settings, post, sdk, wait_for
-from tests.support.proxy_server import ProxyServer
+from tests.support.servers.proxy_server import ProxyServer
 
 _rnd = random.Random(11)
 _ALPHABET = string.ascii_uppercase + string.digits

@@ -11,9 +11,9 @@ import pytest
 
 from mnemoproxy.gate.excerpt import Query
 from mnemoproxy.gate.planner import _carries
-from tests.support.fake_upstream import Reply
 from tests.support.memory_client import memory_settings, post
-from tests.support.proxy_server import ProxyServer
+from tests.support.servers.fake_upstream import Reply
+from tests.support.servers.proxy_server import ProxyServer
 
 CORE = "fake-core-model"
 LONG_TURN = (

@@ -17,7 +17,7 @@ from mnemoproxy.memory.models import EpisodeDraft, FactDraft
 from mnemoproxy.memory.search.hybrid import BM25_ONLY, NAME_LIFT, Fusion
 from mnemoproxy.memory.search.query_terms import affordable_terms
 from mnemoproxy.memory.store.records import TranscriptMessage
-from tests.support.proxy_server import make_settings
+from tests.support.servers.proxy_server import make_settings
 
 DAY = 86_400.0
 NOW = 1_700_000_000.0

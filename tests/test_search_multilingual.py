@@ -16,10 +16,10 @@ import httpx
 import pytest
 
 from mnemoproxy.memory.embedders.multilingual import MULTILINGUAL_SHA256, default_resources_dir
-from tests.support.fake_upstream import FakeUpstream
 from tests.support.memory_client import memory_settings, post, search, wait_for
-from tests.support.ports import free_port
-from tests.support.proxy_server import ProxyServer
+from tests.support.servers.fake_upstream import FakeUpstream
+from tests.support.servers.ports import free_port
+from tests.support.servers.proxy_server import ProxyServer
 
 # Per agent: the turn that holds the fact (answered without repeating it), then turns about
 # other things.

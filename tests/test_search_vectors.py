@@ -19,8 +19,8 @@ from mnemoproxy.memory.models import EpisodeDraft, FactDraft
 from mnemoproxy.memory.search.vectors import VectorIndexes, key_item, vector_key
 from mnemoproxy.memory.store import Store
 from mnemoproxy.memory.store.records import ITEM_TYPES, TranscriptMessage
-from tests.support.backends import store_url_for
-from tests.support.raw_store import raw
+from tests.support.servers.backends import store_url_for
+from tests.support.servers.raw_store import raw
 
 
 class RenamedEmbedder(LocalEmbedder):

@@ -13,7 +13,7 @@ from mnemoproxy.errors import SettingError
 from mnemoproxy.memory.store import Store
 from mnemoproxy.memory.store.cipher import Cipher
 from tests.support.memory_client import memory_settings, sdk
-from tests.support.proxy_server import ProxyServer
+from tests.support.servers.proxy_server import ProxyServer
 
 UNIQUE = "Zanzibarquokka"
 

@@ -12,8 +12,8 @@ import pytest
 from mnemoproxy.memory import Memory, Turn
 from mnemoproxy.memory.background import scrub
 from tests.support.memory_client import memory_settings, sdk
-from tests.support.proxy_server import ProxyServer
-from tests.support.raw_store import rows, stored_bytes
+from tests.support.servers.proxy_server import ProxyServer
+from tests.support.servers.raw_store import rows, stored_bytes
 
 SECRET_WORD = "Quokkaberry"
 DOCUMENT_WORD = "Zanzibarella"  # said in a document alone

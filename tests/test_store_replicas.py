@@ -6,8 +6,8 @@ other (each claims a session before distilling it); a turn recorded through one
 is found through the other, by its words and by its vector, within a second; forgetting an
 agent through one leaves nothing of it in the other; after a kill -9 of the replica that
 owns the background work, the other takes it over and distils what was pending. The
-cluster is the tests' throwaway one (tests/support/postgres_cluster.py); they run in the suite's
-PostgreSQL run.
+cluster is the tests' throwaway one (tests/support/servers/postgres_cluster.py); they run
+in the suite's PostgreSQL run.
 """
 
 from __future__ import annotations
@@ -27,10 +27,10 @@ import httpx
 import pytest
 
 from mnemoproxy.memory.store.postgres import connections as postgres
-from tests.support.fake_upstream import ChatCall, FakeUpstream, JsonReply, Reply
-from tests.support.postgres_cluster import Cluster, running_cluster
-from tests.support.processes import fake_upstream_process, running_proxy
-from tests.support.raw_store import raw
+from tests.support.servers.fake_upstream import ChatCall, FakeUpstream, JsonReply, Reply
+from tests.support.servers.postgres_cluster import Cluster, running_cluster
+from tests.support.servers.processes import fake_upstream_process, running_proxy
+from tests.support.servers.raw_store import raw
 
 # Run by `make test`'s PostgreSQL run (tests/conftest.py), whatever backend the rest uses.
 pytestmark = [pytest.mark.slow, pytest.mark.postgres]

@@ -17,7 +17,7 @@ from mnemoproxy.memory.store.knowledge.retrieval import _EMBED_SOURCES
 from mnemoproxy.memory.store.postgres.schema import PG_MIGRATIONS
 from mnemoproxy.memory.store.records import TranscriptMessage
 from mnemoproxy.memory.store.schema import MIGRATIONS
-from tests.support.raw_store import raw
+from tests.support.servers.raw_store import raw
 
 
 def messages(*texts: str, start: int = 0, at: float = 1000.0) -> list[TranscriptMessage]:

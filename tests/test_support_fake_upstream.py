@@ -17,7 +17,7 @@ import httpx
 import openai
 import pytest
 
-from tests.support.fake_upstream import FakeUpstream, Reply, embedding_for
+from tests.support.servers.fake_upstream import FakeUpstream, Reply, embedding_for
 
 USER_TURN = [{"role": "user", "content": "hello there"}]
 
@@ -344,7 +344,7 @@ async def test_async_clients_are_served_concurrently(fake: FakeUpstream):
 
 
 def test_runs_as_a_process_until_sigterm():
-    command = [sys.executable, "-m", "tests.support.fake_upstream", "--port", "0"]
+    command = [sys.executable, "-m", "tests.support.servers.fake_upstream", "--port", "0"]
     root = Path(__file__).resolve().parents[1]
     with subprocess.Popen(command, cwd=root, stdout=subprocess.PIPE, text=True) as server:
         try:

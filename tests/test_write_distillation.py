@@ -7,7 +7,6 @@ import json
 
 import httpx
 
-from tests.support.fake_core_model import LENA_DISTILLATION
 from tests.support.memory_client import (
     memory_settings,
     post,
@@ -15,7 +14,8 @@ from tests.support.memory_client import (
     search,
     wait_for,
 )
-from tests.support.proxy_server import ProxyServer
+from tests.support.servers.fake_core_model import LENA_DISTILLATION
+from tests.support.servers.proxy_server import ProxyServer
 
 
 def test_credentials_are_redacted_before_storage(memory_proxy):

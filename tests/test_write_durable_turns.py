@@ -12,10 +12,10 @@ import httpx
 import pytest
 
 from mnemoproxy.memory import Turn, service
-from tests.support.fake_upstream import FakeUpstream, Reply
 from tests.support.memory_client import memory_settings, sdk
-from tests.support.ports import free_port
-from tests.support.proxy_server import ProxyServer, serve_process
+from tests.support.servers.fake_upstream import FakeUpstream, Reply
+from tests.support.servers.ports import free_port
+from tests.support.servers.proxy_server import ProxyServer, serve_process
 
 
 def turns_of(url: str, agent: str) -> int:

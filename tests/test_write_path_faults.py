@@ -15,11 +15,11 @@ from pathlib import Path
 import httpx
 import openai
 
-from tests.support.backends import store_url_for
-from tests.support.fake_upstream import FakeUpstream
 from tests.support.memory_client import memory_settings, post, search, wait_for
-from tests.support.ports import free_port
-from tests.support.proxy_server import ProxyServer
+from tests.support.servers.backends import store_url_for
+from tests.support.servers.fake_upstream import FakeUpstream
+from tests.support.servers.ports import free_port
+from tests.support.servers.proxy_server import ProxyServer
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -184,7 +184,7 @@ async def test_a_distillation_is_written_whole_or_not_at_all(tmp_path, monkeypat
     from mnemoproxy.memory import Memory, Turn
     from mnemoproxy.memory.embedders import HashingEmbedder
     from mnemoproxy.memory.store.conversations import distillations
-    from tests.support.proxy_server import make_settings
+    from tests.support.servers.proxy_server import make_settings
 
     settings = make_settings(data_dir=str(tmp_path), embedding_backend="hashing")
 
@@ -243,7 +243,7 @@ class SlowCore:
     async def respond(self, call):
         import asyncio as aio
 
-        from tests.support.fake_upstream import JsonReply, Reply
+        from tests.support.servers.fake_upstream import JsonReply, Reply
 
         if call.model != "fake-core-model":
             return await Reply().respond(call)

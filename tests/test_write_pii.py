@@ -10,8 +10,8 @@ import pytest
 
 from mnemoproxy.memory.write.pii import redact_pii
 from tests.support.memory_client import memory_settings, sdk
-from tests.support.proxy_server import ProxyServer
-from tests.support.raw_store import stored_bytes
+from tests.support.servers.proxy_server import ProxyServer
+from tests.support.servers.raw_store import stored_bytes
 
 
 @pytest.mark.parametrize("text,expected", [

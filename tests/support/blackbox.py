@@ -32,9 +32,9 @@ from typing import IO, Any
 import httpx
 import openai
 
-from tests.support.backends import store_url_for
-from tests.support.fake_upstream import FakeUpstream
-from tests.support.ports import free_port
+from tests.support.servers.backends import store_url_for
+from tests.support.servers.fake_upstream import FakeUpstream
+from tests.support.servers.ports import free_port
 
 FENCE_OPEN, FENCE_CLOSE = "<recalled_memory>", "</recalled_memory>"
 INGEST_CLIENTS = 4  # concurrent ingest requests, each for a different agent
@@ -75,7 +75,8 @@ def running_proxy(upstream_url: str, data_dir: Path, settings: dict[str, str]) -
     url = f"http://127.0.0.1:{port}"
     args = [str(console_script()), "serve", "--port", str(port), "--data-dir", str(data_dir),
             "--upstream-url", upstream_url, "--log-level", "warning", *setting_flags(settings)]
-    store_url = store_url_for(str(data_dir))  # --store-backend postgres (tests/support/backends.py)
+    # --store-backend postgres (tests/support/servers/backends.py)
+    store_url = store_url_for(str(data_dir))
     if store_url and "store_url" not in settings:
         args += ["--store-url", store_url]
     # The log goes to a file: a pipe nobody reads would block the proxy once full.

@@ -8,8 +8,8 @@ from typing import Any
 import httpx
 import openai
 
-from tests.support.fake_upstream import FakeUpstream
-from tests.support.proxy_server import ProxyServer, make_settings
+from tests.support.servers.fake_upstream import FakeUpstream
+from tests.support.servers.proxy_server import ProxyServer, make_settings
 
 
 def memory_settings(fake: FakeUpstream, tmp_path, **overrides: Any):

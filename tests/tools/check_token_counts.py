@@ -13,8 +13,8 @@ import json
 import time
 
 from mnemoproxy.gate.tokens.counter import count_tokens
-from tests.support import locomo, longmemeval, tiktoken_reference
-from tests.support.generic_prompts import VICUNA_PATH
+from tests.support.data import locomo, longmemeval, tiktoken_reference
+from tests.support.data.generic_prompts import VICUNA_PATH
 
 
 def eval_texts() -> list[str]:

@@ -19,7 +19,7 @@ from pathlib import Path
 
 from mnemoproxy.memory.distill.rules import distill_session, extract_facts
 from mnemoproxy.memory.models import SessionInput, Turn
-from tests.support import locomo, longmemeval
+from tests.support.data import locomo, longmemeval
 
 
 def _sessions() -> list[tuple[str, str, SessionInput]]:

@@ -22,10 +22,10 @@ from pathlib import Path
 
 import httpx
 
-from tests.support.fake_upstream import FakeUpstream
+from tests.support.data.pdf_maker import page_bomb
 from tests.support.memory_client import memory_settings
-from tests.support.pdf_maker import page_bomb
-from tests.support.proxy_server import ProxyServer
+from tests.support.servers.fake_upstream import FakeUpstream
+from tests.support.servers.proxy_server import ProxyServer
 
 
 def newline_search(url: str) -> tuple[float, float]:

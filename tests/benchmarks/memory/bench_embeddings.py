@@ -36,7 +36,7 @@ from typing import Any
 import numpy as np
 
 from mnemoproxy.memory.embedders import LocalEmbedder, make_embedder
-from tests.support import locomo
+from tests.support.data import locomo
 from tests.support.report import publish
 
 RESULTS_FILE = Path(__file__).parents[1] / "results" / "embeddings.txt"

@@ -36,9 +36,9 @@ from tests.benchmarks.memory.seed import (
     seed_data_dir,
 )
 from tests.benchmarks.relay.bench_proxy import percentile
-from tests.support.backends import add_store_backend_argument, store_backend
-from tests.support.proxy_server import make_settings
 from tests.support.report import run_as_script
+from tests.support.servers.backends import add_store_backend_argument, store_backend
+from tests.support.servers.proxy_server import make_settings
 
 AGENT = "bench-reader"
 TARGET_P50_MS = 10.0

@@ -28,8 +28,8 @@ from mnemoproxy.memory.embedders import LocalEmbedder, make_embedder
 from mnemoproxy.memory.search.hybrid import BM25_ONLY, DEFAULT_FUSION, Fusion
 from mnemoproxy.memory.store import Store
 from mnemoproxy.memory.store.records import TranscriptMessage
-from tests.support.proxy_server import make_settings
 from tests.support.report import publish
+from tests.support.servers.proxy_server import make_settings
 
 RESULTS_FILE = Path(__file__).parents[1] / "results" / "search.txt"
 AGENT = "bench-agent"

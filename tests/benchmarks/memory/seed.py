@@ -24,8 +24,8 @@ from pathlib import Path
 from mnemoproxy.memory import Memory
 from mnemoproxy.memory.models import EpisodeDraft, FactDraft
 from mnemoproxy.memory.store.records import TranscriptMessage
-from tests.support.proxy_server import make_settings
-from tests.support.raw_store import raw
+from tests.support.servers.proxy_server import make_settings
+from tests.support.servers.raw_store import raw
 
 SESSION_TURNS = 50  # turns per seeded session: 100 transcript messages
 EMBED_CHUNK = 10_000  # messages inserted between two drains (the progress granularity)

@@ -26,10 +26,10 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from tests.support.document_recall import document_set, measure
-from tests.support.fake_upstream import FakeUpstream
-from tests.support.generic_prompts import vicuna_prompts
-from tests.support.processes import proxy_process
+from tests.support.data.document_recall import document_set, measure
+from tests.support.data.generic_prompts import vicuna_prompts
+from tests.support.servers.fake_upstream import FakeUpstream
+from tests.support.servers.processes import proxy_process
 
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:

@@ -31,7 +31,7 @@ from typing import Any
 from mnemoproxy.memory.distill.grounding import ground
 from mnemoproxy.memory.models import Distillation, FactDraft, SessionInput, Turn
 from tests.benchmarks.quality.eval_datasets import locomo_pairs, split_of
-from tests.support import locomo
+from tests.support.data import locomo
 from tests.support.report import run_as_script
 
 Pairing = Callable[[locomo.LocomoSample, locomo.LocomoSession],

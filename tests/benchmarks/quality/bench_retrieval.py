@@ -29,10 +29,10 @@ from mnemoproxy.memory import Memory
 from mnemoproxy.memory.search.hybrid import BM25_ONLY, DEFAULT_FUSION, DEFAULT_MMR_LAMBDA, Fusion
 from mnemoproxy.memory.store.records import Role, TranscriptMessage
 from tests.benchmarks.memory.seed import printed_progress, seed_store
-from tests.support import locomo
-from tests.support.backends import add_store_backend_argument, store_backend
-from tests.support.proxy_server import make_settings
+from tests.support.data import locomo
 from tests.support.report import publish
+from tests.support.servers.backends import add_store_backend_argument, store_backend
+from tests.support.servers.proxy_server import make_settings
 
 RESULTS_FILE = Path(__file__).parents[1] / "results" / "retrieval.txt"
 KS = (5, 10)

@@ -28,9 +28,9 @@ from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from tests.support import locomo, longmemeval
 from tests.support.blackbox import Evidence, History, Session, norm
-from tests.support.generic_prompts import vicuna_prompts
+from tests.support.data import locomo, longmemeval
+from tests.support.data.generic_prompts import vicuna_prompts
 
 DATA = Path(__file__).with_name("data")
 ORACLE_PATH = longmemeval.DEFAULT_PATH.with_name("longmemeval_oracle_dev.json.gz")
@@ -175,7 +175,7 @@ def locomo_pairs(session: locomo.LocomoSession) -> list[tuple[str, str]]:
 
 def facts_drawn(sample: locomo.LocomoSample) -> dict[str, tuple[str, ...]]:
     """The first speaker's annotated facts by the turn each was drawn from, as a capable
-    core model writes them (tests/support/annotated_core_model.py), normalised."""
+    core model writes them (tests/support/servers/annotated_core_model.py), normalised."""
     drawn: dict[str, list[str]] = {}
     name = re.compile(rf"\b{re.escape(sample.speaker_a)}\b")
     for session in sample.sessions:

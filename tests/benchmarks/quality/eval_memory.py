@@ -52,9 +52,6 @@ from tests.benchmarks.quality.eval_datasets import (
     oracle_plan,
     personal_plan,
 )
-from tests.support import locomo, longmemeval
-from tests.support.annotated_core_model import AnnotatedCoreModel
-from tests.support.backends import add_store_backend_argument, store_backend
 from tests.support.blackbox import (
     Asker,
     History,
@@ -68,9 +65,12 @@ from tests.support.blackbox import (
     running_proxy,
     wait_for_embeddings,
 )
-from tests.support.fake_upstream import FakeUpstream
-from tests.support.generic_prompts import VICUNA_PATH
+from tests.support.data import locomo, longmemeval
+from tests.support.data.generic_prompts import VICUNA_PATH
 from tests.support.report import run_as_script
+from tests.support.servers.annotated_core_model import AnnotatedCoreModel
+from tests.support.servers.backends import add_store_backend_argument, store_backend
+from tests.support.servers.fake_upstream import FakeUpstream
 
 ROOT = Path(__file__).resolve().parents[3]
 DATASETS = ("longmemeval", "oracle", "locomo", "personal", "multilingual", "generic")

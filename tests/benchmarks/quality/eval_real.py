@@ -43,9 +43,9 @@ import httpx
 
 from tests.benchmarks.quality.eval_memory import load_average, machine, markdown_table
 from tests.benchmarks.quality.llama_server import MODEL_ALIAS, ensure_model, ensure_server
-from tests.support import locomo, longmemeval
 from tests.support.blackbox import free_port, running_proxy
-from tests.support.processes import process
+from tests.support.data import locomo, longmemeval
+from tests.support.servers.processes import process
 
 REPO_ROOT = Path(__file__).resolve().parents[3]
 DEFAULT_CACHE = REPO_ROOT / ".cache" / "llama"

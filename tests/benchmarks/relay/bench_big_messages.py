@@ -43,7 +43,7 @@ import httpx
 
 from tests.benchmarks.memory.seed import MEMORY_QUESTIONS, PLAIN_PROMPTS
 from tests.benchmarks.relay.bench_proxy import percentile
-from tests.support.processes import cpu_seconds, fake_upstream_process, running_proxy
+from tests.support.servers.processes import cpu_seconds, fake_upstream_process, running_proxy
 
 CHARS = 100_000
 # Words a memory question asks about: the prose holds them, so search finds the paste.

@@ -42,15 +42,15 @@ from mnemoproxy.memory.embedders import make_embedder
 from tests.benchmarks.memory.bench_embeddings import embedding_rate
 from tests.benchmarks.memory.seed import TextMaker
 from tests.benchmarks.relay.bench_proxy import percentile
-from tests.support.backends import add_store_backend_argument, store_backend
-from tests.support.processes import (
+from tests.support.report import run_as_script
+from tests.support.servers.backends import add_store_backend_argument, store_backend
+from tests.support.servers.processes import (
     cpu_seconds,
     fake_upstream_process,
     process_tree,
     resident_mib,
     running_proxy,
 )
-from tests.support.report import run_as_script
 
 TARGET_TURNS_PER_S = 2000.0
 CONVERSATIONS_PER_AGENT = 5

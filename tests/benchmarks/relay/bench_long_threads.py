@@ -40,8 +40,8 @@ import httpx
 
 from mnemoproxy.gate.threads.summaries import SUMMARY_CLOSE
 from mnemoproxy.gate.threads.thread import message_tokens
-from tests.support.fake_upstream import FakeUpstream, Reply
-from tests.support.processes import proxy_process
+from tests.support.servers.fake_upstream import FakeUpstream, Reply
+from tests.support.servers.processes import proxy_process
 
 AGENT = "bench-thread-agent"
 SUMMARY = (

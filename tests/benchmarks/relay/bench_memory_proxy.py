@@ -53,7 +53,7 @@ from tests.benchmarks.relay.bench_proxy import (
     print_rows,
     proxied_requests,
 )
-from tests.support.processes import (
+from tests.support.servers.processes import (
     cpu_seconds,
     fake_upstream_process,
     resident_mib_of,

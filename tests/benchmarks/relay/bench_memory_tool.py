@@ -32,8 +32,8 @@ from typing import Any
 
 import httpx
 
-from tests.support.fake_upstream import FakeUpstream, Reply, ToolCall
-from tests.support.processes import proxy_process
+from tests.support.servers.fake_upstream import FakeUpstream, Reply, ToolCall
+from tests.support.servers.processes import proxy_process
 
 AGENT = "bench-tool-agent"
 PROMPT = "Write a haiku about autumn."

@@ -24,7 +24,7 @@ from typing import Any
 
 import aiohttp
 
-from tests.support.processes import cpu_seconds, fake_upstream_process, running_proxy
+from tests.support.servers.processes import cpu_seconds, fake_upstream_process, running_proxy
 
 DEFAULT_MESSAGE = "What is the capital of France?"
 

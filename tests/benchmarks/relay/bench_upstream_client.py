@@ -18,7 +18,7 @@ from typing import Any
 import aiohttp
 import httpx
 
-from tests.support.processes import fake_upstream_process
+from tests.support.servers.processes import fake_upstream_process
 
 BODY = json.dumps({"model": "fake-model", "messages": [
     {"role": "user", "content": "What is the capital of France?"}]}).encode()

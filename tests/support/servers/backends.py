@@ -1,9 +1,9 @@
 """Which store backend the tests run on.
 
 `make test` runs the suite twice: on SQLite, then with `--store-backend postgres`, where
-every memory a test opens by its settings (tests/proxy_server.make_settings) lives in a
-fresh PostgreSQL database of a throwaway cluster (tests/support/postgres_cluster.py), one per
-data_dir, so a test that reopens its data_dir finds its memory again.
+every memory a test opens by its settings (proxy_server.make_settings) lives in a fresh
+PostgreSQL database of a throwaway cluster (tests/support/servers/postgres_cluster.py), one
+per data_dir, so a test that reopens its data_dir finds its memory again.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import argparse
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from tests.support.postgres_cluster import Cluster, running_cluster
+from tests.support.servers.postgres_cluster import Cluster, running_cluster
 
 _cluster: Cluster | None = None
 _databases: dict[tuple[int, str], str] = {}  # (cluster port, data_dir) -> its database
@@ -50,13 +50,14 @@ def add_store_backend_argument(parser: argparse.ArgumentParser) -> None:
     """A benchmark's --store-backend: where the memory it measures lives."""
     parser.add_argument(
         "--store-backend", choices=("sqlite", "postgres"), default="sqlite",
-        help="postgres: a throwaway cluster of Debian's server (tests/support/postgres_cluster.py)")
+        help="postgres: a throwaway cluster of Debian's server "
+        "(tests/support/servers/postgres_cluster.py)")
 
 
 @contextmanager
 def store_backend(name: str) -> Iterator[None]:
-    """The memory opened meanwhile by settings for a data_dir (tests/support/proxy_server.py's
-    make_settings, proxies started by tests/support/processes.py) lives on `name`."""
+    """The memory opened meanwhile by settings for a data_dir (proxy_server.py's
+    make_settings, proxies started by processes.py) lives on `name`."""
     if name == "sqlite":
         yield
         return

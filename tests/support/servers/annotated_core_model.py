@@ -13,8 +13,8 @@ from typing import Any
 
 from aiohttp import web
 
-from tests.support.fake_upstream import ChatCall
-from tests.support.locomo import LocomoSample, LocomoSession
+from tests.support.data.locomo import LocomoSample, LocomoSession
+from tests.support.servers.fake_upstream import ChatCall
 
 # "[Turn 3 · ...]\nUser: <text>" as the distillation prompt writes each turn.
 _TURN = re.compile(r"^\[Turn (\d+)[^\]]*\]\nUser: (.*)$", re.MULTILINE)

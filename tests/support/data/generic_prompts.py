@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
+REPO_ROOT = Path(__file__).resolve().parents[3]
 VICUNA_PATH = REPO_ROOT.parent / "shared" / "eval-data" / "vicuna_questions.jsonl"
 
 

@@ -21,7 +21,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
+REPO_ROOT = Path(__file__).resolve().parents[3]
 DEFAULT_PATH = REPO_ROOT.parent / "shared" / "eval-data" / "longmemeval_dev.json.gz"
 QUESTION_TYPES = (
     "single-session-user",

@@ -25,7 +25,7 @@ from pathlib import Path
 
 import psycopg
 
-from tests.support.ports import free_port
+from tests.support.servers.ports import free_port
 
 SUPERUSER = "mnemo"
 START_SECONDS = 30.0

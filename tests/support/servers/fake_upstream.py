@@ -24,8 +24,8 @@ Other routes: GET /v1/models, POST /v1/embeddings (deterministic hash vectors), 
 ending in /stream-echo (a short SSE stream), and any other /v1 path echoes the request
 back as JSON so pass-through tests can see what was relayed.
 
-As a process (for benchmarks): `python -m tests.support.fake_upstream --port 8001` serves until
-SIGTERM or Ctrl-C and prints its base URL first.
+As a process (for benchmarks): `python -m tests.support.servers.fake_upstream --port 8001`
+serves until SIGTERM or Ctrl-C and prints its base URL first.
 """
 
 from __future__ import annotations

@@ -14,10 +14,10 @@ from pathlib import Path
 
 import httpx
 
-from tests.support.backends import store_url_for
-from tests.support.ports import free_port
+from tests.support.servers.backends import store_url_for
+from tests.support.servers.ports import free_port
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 
 
 def _wait_until_up(url: str, proc: subprocess.Popen[bytes], what: str, seconds: float) -> None:
@@ -78,7 +78,7 @@ def fake_upstream_process() -> Iterator[str]:
     """Yields the fake upstream's base URL (…/v1)."""
     port = free_port()
     base = f"http://127.0.0.1:{port}/v1"
-    command = ["-m", "tests.support.fake_upstream", "--port", str(port)]
+    command = ["-m", "tests.support.servers.fake_upstream", "--port", str(port)]
     with process(command, base + "/models", "fake"):
         yield base
 

@@ -12,7 +12,7 @@ from typing import Any
 
 from mnemoproxy.memory.store import Store, postgres
 from mnemoproxy.memory.store.cipher import with_text_functions
-from tests.support.backends import database_url, store_url_for
+from tests.support.servers.backends import database_url, store_url_for
 
 DB_FILE = "memory.db"
 

@@ -18,8 +18,8 @@ import uvicorn
 from mnemoproxy.config.settings import Settings, load_settings
 from mnemoproxy.proxy.app import MemoryOpener, create_app
 from mnemoproxy.proxy.services import open_memory
-from tests.support.backends import store_url_for
-from tests.support.ports import free_port
+from tests.support.servers.backends import store_url_for
+from tests.support.servers.ports import free_port
 
 
 def make_settings(**overrides: Any) -> Settings:

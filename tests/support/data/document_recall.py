@@ -12,7 +12,7 @@ from typing import Any
 
 import httpx
 
-from tests.support.fake_upstream import FakeUpstream
+from tests.support.servers.fake_upstream import FakeUpstream
 
 AGENT = "bench-docs"
 NAMES = ["Orion", "Kestrel", "Basalt", "Juniper", "Marlin", "Tundra", "Saffron", "Cobalt",
