@@ -552,3 +552,39 @@ def test_a_long_number_ends_its_sentence_and_a_list_number_does_not() -> None:
     assert shared_scanner().scan(said).personal.advice  # the how-to is a sentence of its own
     listed = "Sort these: 1. I need the report. 2. Send me the report."
     assert shared_scanner().scan(listed).personal.own_past is None
+
+
+@pytest.mark.parametrize("message", [
+    # A statement of the situation, then a clause asking a judgment or tips on it.
+    "useEffect runs twice in my React app in development, is that a bug?",
+    # The options a question weighs are its own terms, not a thing the user has.
+    "The wifi in my back bedroom is terrible but fine near the router. What are my options?",
+    # "our" speaking for everyone.
+    "Which planet in our solar system has the longest day?",
+    "Is it true we only use 10% of our brains?",
+    # "help me understand" asks for an explanation, as "explain" does.
+    "Help me understand why ice floats. Keep it simple, I'm not a science person.",
+    # A how-to inside the question.
+    "I've been invited to give a eulogy next week. How long should it be and how do I "
+    "structure it?",
+])
+async def test_a_question_anyone_could_ask_stays_quiet_though_memory_holds_its_words(
+    message: str,
+) -> None:
+    words = {w.strip("?.,'").lower(): 2 for w in message.split() if len(w) > 3}
+    held = Probe(0.1, words=words, commonness=dict.fromkeys(words, 3.5))
+    assert (await decide(message, held)).section == "none", message
+
+
+def test_a_clause_asking_for_tips_asks_nothing_of_the_user_s_past() -> None:
+    personal = shared_scanner().scan("my phone battery drains so fast, tips?").personal
+    # Not a question about the user's own things; a request for their sake, which the
+    # situation rule weighs.
+    assert personal.asks_about_user is None and personal.situated == "my phone"
+
+
+async def test_a_question_word_clause_asks_about_what_the_statement_before_it_names() -> None:
+    question = "my sister's wedding in Porto, when was it?"
+    held = Probe(0.1, words={"sister": 3, "wedding": 2, "porto": 1},
+                 commonness={"sister": 4.6, "wedding": 4.6, "porto": 3.2})
+    assert (await decide(question, held)).section == "episode"

@@ -40,6 +40,9 @@ OPENING_AUX = word_set("did do have had was were am")
 # "Why do we see lightning first?", "why am I always tired?": the present asks why things
 # are as they are, not what the user did ("why did I cancel ...?").
 PRESENT_AUX = word_set("do does am")
+# Words that open the asking clause after a comma: a question word or an auxiliary.
+CLAUSE_OPENERS = WH_WORDS | word_set(
+    "is are was were do does did can could should would will any tips ideas suggestions")
 # Verbs whose object is someone asked or made to do something ("recipes want me to"):
 # that "me" is anyone reading them.
 CAUSING = word_set("want wants need needs expect expects ask asks make makes let lets")
@@ -66,9 +69,18 @@ IMPROVING = word_set(
     """improve increase develop boost enhance reduce become build manage overcome deal stay
     learn get make handle"""
 )
-ABSTRACT_OWN = word_set(
+# What a question weighs for the user rather than a thing they have ("what are my
+# options?"): the question's own terms, not something memory holds.
+DECISION_SPACE = word_set("options choices chances odds expectations")
+ABSTRACT_OWN = DECISION_SPACE | word_set(
     """skills skill productivity time focus motivation posture mindset confidence habits
     thinking own best first"""
+)
+# What "our" names when it speaks for everyone ("our solar system", "our brains"): the
+# world's, not the user's household.
+HUMANKIND_OWN = word_set(
+    """planet world solar galaxy universe species society civilization ancestors brain
+    brains body bodies"""
 )
 TASK_OPENERS = word_set(
     """write implement develop explain describe compose draft solve translate summarise
@@ -82,7 +94,7 @@ TASK_PAIRS = frozenset(
 )
 TASK_PHRASES = (("explain", "your", "answer"), ("try", "to", "explain"), ("step", "-", "by"),
                 ("step", "by", "step"))
-HELP_TASKS = word_set("write draft create compose prepare plan")
+HELP_TASKS = word_set("write draft create compose prepare plan understand")
 _TASK_PHRASE_STARTS: dict[str, list[tuple[str, ...]]] = {}
 for _phrase in TASK_PHRASES:
     _TASK_PHRASE_STARTS.setdefault(_phrase[0], []).append(_phrase)
@@ -169,7 +181,7 @@ def read_sentence(words: Sequence[str], signals: Personal, first_sentence: bool)
         signals.points_back = _points_back(words)
     asks = _asks(words, opening)
     if asks and signals.asks_about_user is None:
-        signals.asks_about_user = _speaks_of_user(words)
+        signals.asks_about_user = _speaks_of_user(_asking_part(words))
     _weigh_question(words, opening, asks, signals)
     if signals.for_the_user is None and not ASKING_FOR.isdisjoint(words):
         # The user as the one it is for ("where I can learn", "for my garden", "for me"),
@@ -209,12 +221,23 @@ def _weigh_question(
 
 def _question_clause(words: Sequence[str]) -> Sequence[str]:
     """The clause that asks: from the last comma-separated clause opening with a question
-    word to the end ("I'm a complete beginner, what's the difference ...?")."""
+    word or an auxiliary to the end ("I'm a complete beginner, what's the difference
+    ...?", "useEffect runs twice in my app, is that a bug?")."""
     start = 0
     for i in range(len(words) - 1):
-        if words[i] == "," and words[i + 1] in WH_WORDS:
+        if words[i] == "," and words[i + 1] in CLAUSE_OPENERS:
             start = i + 1
     return words[start:]
+
+
+def _asking_part(words: Sequence[str]) -> Sequence[str]:
+    """What a question asks about: the whole sentence, except where a statement is
+    followed by a clause that asks for a judgment or tips on it ("useEffect runs twice in
+    my app, is that a bug?", "my battery drains fast, tips?"): that clause alone. A
+    question-word clause asks about what the statement names ("my sister's wedding in
+    Porto, when was it?")."""
+    clause = _question_clause(words)
+    return clause if clause and clause[0] not in WH_WORDS else words
 
 
 def _addressed(words: Sequence[str]) -> bool:
@@ -361,11 +384,15 @@ def _speaks_of_user(words: Sequence[str]) -> str | None:
             continue
         if word in SECOND_PERSON:
             return None
+        following = words[i + 1] if i + 1 < len(words) else ""
         # "We" and "us" are as often people at large ("why do onions make us cry?", "do
         # we have a duty to ...?"); "our" with a thing is mostly the user's household.
+        if word in ("my", "our") and (_everyones(words, i) or following in DECISION_SPACE):
+            continue
+        if word == "i" and i > 1 and words[i - 2] == "how" and before in HOWTO_AUX:
+            continue  # "... and how do I structure it?": a how-to inside the question
         if word in ("my", "our") or (word == "me" and before not in CAUSING):
             return word
-        following = words[i + 1] if i + 1 < len(words) else ""
         if word == "i" and (
             (counting and following not in MODALS and before not in MODALS)
             or (following not in NOT_OWN_DOING and before not in NOT_OWN_DOING)
@@ -387,6 +414,11 @@ def _points_back(words: Sequence[str]) -> str | None:
             if words[j] in NOT_A_THING - RELATIVES:
                 break
     return None
+
+
+def _everyones(words: Sequence[str], i: int) -> bool:
+    """Whether the possessive at `i` speaks for everyone ("our brains", "our planet")."""
+    return words[i] == "our" and i + 1 < len(words) and words[i + 1] in HUMANKIND_OWN
 
 
 def _advice(words: Sequence[str], opening: Sequence[str]) -> bool:
@@ -414,7 +446,8 @@ def _situated(words: Sequence[str], opening: Sequence[str]) -> str | None:
         # In a how-to or best-way frame ("How do I negotiate my salary?") "my" names what
         # the advice is about, as anyone's would; unless it sets the advice a condition
         # of the user's own ("What should I cook, given my diet?").
-        if word in ("my", "our") and own and (not advice or before in CONDITIONING):
+        if (word in ("my", "our") and own and not _everyones(words, i)
+                and (not advice or before in CONDITIONING)):
             return f"{word} {following}"
         first_person = first_person or word in ("i", "me", "my", "we", "our", "us")
     if first_person:
