@@ -588,3 +588,32 @@ async def test_a_question_word_clause_asks_about_what_the_statement_before_it_na
     held = Probe(0.1, words={"sister": 3, "wedding": 2, "porto": 1},
                  commonness={"sister": 4.6, "wedding": 4.6, "porto": 3.2})
     assert (await decide(question, held)).section == "episode"
+
+
+@pytest.mark.parametrize(("question", "held"), [
+    ("Which happened first, the purchase of the espresso machine or the dishwasher leak?",
+     {"espresso": 1, "dishwasher": 2, "leak": 1}),
+    ("Pottery workshop or the trip to Ghent - which was earlier?",
+     {"pottery": 1, "ghent": 2}),
+    ("How many days between the christening and the marathon?",
+     {"christening": 1, "marathon": 1}),
+    ("Was the sofa delivered before or after the living room was painted?",
+     {"sofa": 1, "painted": 2}),
+    ("What came last: the new tires, the roof repair, or the piano recital?",
+     {"tires": 1, "roof": 1, "recital": 1}),
+])
+async def test_things_set_against_each_other_that_memory_holds_each_of(
+    question: str, held: dict[str, int],
+) -> None:
+    commonness = dict.fromkeys(held, 3.5)
+    decision = await decide(question, Probe(0.1, words=held, commonness=commonness))
+    assert decision.section == "episode" and "compares" in decision.reason, question
+    # One of them absent from memory: no comparison of what memory holds.
+    first = next(iter(held))
+    partly = Probe(0.1, words={**held, first: 0}, commonness=commonness)
+    assert "compares" not in (await decide(question, partly)).reason
+
+
+def test_the_difference_between_two_things_sets_no_events_against_each_other() -> None:
+    question = "What's the difference between baking soda and baking powder?"
+    assert shared_scanner().scan(question).personal.alternatives == ()

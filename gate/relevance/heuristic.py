@@ -182,6 +182,15 @@ class HeuristicGate:
                 return GateDecision(
                     "episode", f"the user's own words memory holds: {', '.join(held[:4])}",
                     "medium")
+        if personal.alternatives and not (personal.task or personal.advice):
+            # Things set against each other ("which came first, the standing desk or the
+            # dishwasher leak?") that memory holds each of: a question about its events.
+            evidence = evidence or await self._probe(context.probe, cues.names)
+            held = [] if evidence is None else evidence.held_in_each(
+                personal.alternatives, OWN_WORD_ZIPF, RARE_SHARE, RARE_ITEMS)
+            if held:
+                return GateDecision(
+                    "episode", f"compares what memory holds: {' / '.join(held)}", "medium")
         if cues.is_question and not (personal.task or personal.advice):
             # A question naming what only this memory knows ("Bruno's kibble brand?",
             # "project marigold deadline?"): a word rare in the language that memory holds

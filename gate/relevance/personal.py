@@ -136,6 +136,8 @@ NOT_A_THING = RELATIVES | SECOND_PERSON | word_set(
     what why how whose is was are were be been am 's 're do does did have has had can
     could would will should shall must may might to of so if as not n't""")
 POINTING_REACH = 4  # words from the thing to the user who tells of it
+# What closes one of the alternatives a question sets against each other.
+BREAKS = frozenset([",", ":", ";", "-", "–", "—", "?", "!", ".", "(", ")"])
 
 
 @dataclass
@@ -159,6 +161,9 @@ class Personal:
     world_question: bool = False
     user_question: bool = False
     advice: bool = False  # a how-to or best-way frame ("How do I ...", "the best way to")
+    # The things a question sets against each other ("..., the standing desk or the
+    # dishwasher leak?", "between the christening and the marathon"), each as its words.
+    alternatives: tuple[tuple[str, ...], ...] = ()
 
 
 def read_sentence(words: Sequence[str], signals: Personal, first_sentence: bool) -> None:
@@ -180,6 +185,8 @@ def read_sentence(words: Sequence[str], signals: Personal, first_sentence: bool)
     if signals.points_back is None:
         signals.points_back = _points_back(words)
     asks = _asks(words, opening)
+    if asks and not signals.alternatives:
+        signals.alternatives = _alternatives(words)
     if asks and signals.asks_about_user is None:
         signals.asks_about_user = _speaks_of_user(_asking_part(words))
     _weigh_question(words, opening, asks, signals)
@@ -238,6 +245,58 @@ def _asking_part(words: Sequence[str]) -> Sequence[str]:
     Porto, when was it?")."""
     clause = _question_clause(words)
     return clause if clause and clause[0] not in WH_WORDS else words
+
+
+def _alternatives(words: Sequence[str]) -> tuple[tuple[str, ...], ...]:
+    """The things a question sets against each other: around its last "or" ("which came
+    first, X or Y?", "X or Y - which was earlier?", "A, B, or C?"), on either side of
+    "before or after" ("was X before or after Y?"), or after "between" in a question of
+    how long or how many ("how long between X and Y?"; "the difference between X and Y"
+    compares meanings, not events), each up to the punctuation that closes it."""
+    def phrase(part: Sequence[str]) -> tuple[str, ...]:
+        return tuple(w for w in part if w.isalpha())
+
+    def until_break(part: Sequence[str], breaks: frozenset[str] = BREAKS) -> list[str]:
+        end = next((n for n, w in enumerate(part) if w in breaks), len(part))
+        return list(part[:end])
+
+    def back_to_break(part: Sequence[str], breaks: frozenset[str] = BREAKS) -> list[str]:
+        return list(reversed(until_break(list(reversed(part)), breaks)))
+
+    if "between" in words and "how" in words:
+        rest = until_break(words[words.index("between") + 1:])
+        if "and" in rest:
+            cut = rest.index("and")
+            first, second = phrase(rest[:cut]), phrase(rest[cut + 1:])
+            if first and second:
+                return first, second
+    ors = [n for n, w in enumerate(words) if w == "or"]
+    if not ors:
+        return ()
+    at = ors[-1]
+    around = (words[at - 1] if at > 0 else "", words[at + 1] if at + 1 < len(words) else "")
+    if around in (("before", "after"), ("after", "before")):
+        first = phrase(back_to_break(words[:at - 1]))
+        second = phrase(until_break(words[at + 2:]))
+        return (first, second) if first and second else ()
+    second = phrase(until_break(words[at + 1:]))
+    if around[0] == ",":  # "A, B, or C": every item of the list
+        items = _split_on(back_to_break(words[:at - 1], BREAKS - {","}), ",")
+        listed = [phrase(item) for item in items if item and item[0] not in WH_WORDS]
+        groups = [g for g in listed if g]
+        return (*groups, second) if groups and second else ()
+    first = phrase(back_to_break(words[:at]))
+    return (first, second) if first and second else ()
+
+
+def _split_on(words: Sequence[str], mark: str) -> list[list[str]]:
+    parts: list[list[str]] = [[]]
+    for word in words:
+        if word == mark:
+            parts.append([])
+        else:
+            parts[-1].append(word)
+    return parts
 
 
 def _addressed(words: Sequence[str]) -> bool:

@@ -96,6 +96,26 @@ class Evidence:
             if 0 < count <= limit and not word.isdigit() and uncommon(word)
         ]
 
+    def held_in_each(
+        self, groups: Sequence[Sequence[str]], below: float, share: float, least: int
+    ) -> list[str]:
+        """For each group of the message's words, one that memory holds in a few items (at
+        most `share` of them, or `least`) and that is less common than `below` in the
+        language (unknown commonness: the count alone decides); [] unless every group
+        has one."""
+        limit = max(least, share * self.items)
+        held = []
+        for group in groups:
+            found = next((
+                word for word in group
+                if 0 < self.words.get(word, 0) <= limit and not word.isdigit()
+                and ((c := self.commonness.get(word)) is None or c < below)
+            ), None)
+            if found is None:
+                return []
+            held.append(found)
+        return held
+
     def beats(self, share: float, margin: float = 0.0) -> bool:
         """Whether the message's best match beats the reference prompts' at this share
         (0.5 the median, 1.0 the best of them), by `margin`."""
