@@ -260,15 +260,17 @@ def test_core_calls_are_bounded_one_at_a_time_and_never_hold_up_chat(fake_upstre
     from concurrent.futures import ThreadPoolExecutor
 
     shared = {"now": 0, "most": 0}
+    # A core call takes longer than a chat may: a chat queued behind one would show it,
+    # with room to spare for a busy machine.
     for _ in range(6):
-        fake_upstream.enqueue(SlowCore(shared, 0.6))
+        fake_upstream.enqueue(SlowCore(shared, 1.5))
     with llm_proxy(fake_upstream, tmp_path) as server, ThreadPoolExecutor(3) as pool:
         ingests = [pool.submit(ingest, server, f"c{n}") for n in range(2)]
         time.sleep(0.2)  # the first distillation is with the core model now
         started = time.monotonic()
         chat = openai.OpenAI(base_url=server.base_url, api_key="x", max_retries=0)
         chat.chat.completions.create(model="m", messages=[{"role": "user", "content": "hi"}])
-        assert time.monotonic() - started < 0.5  # not queued behind the distillation
+        assert time.monotonic() - started < 1.0  # not queued behind the distillation
         assert all(f.result()["status"] == "distilled" for f in ingests)
     assert shared["most"] == 1
     call = next(r.json for r in fake_upstream.requests if r.json["model"] == "fake-core-model")
