@@ -289,9 +289,12 @@ def run_plan(
                 why = preview(url, o.probe.agent_id, o.probe.question).get("reason", "?")
                 mistakes[n] = why
                 run.reasons[(verdict, split_of_group(o.probe.group), reason_kind(why))] += 1
-    if dump is not None:
-        for n, o in enumerate(outcomes):
-            _dump(dump, plan.dataset, mode, o, mistakes.get(n))
+        if dump is not None:  # the gate's reason for every question, right or wrong
+            for n, o in enumerate(outcomes):
+                why = mistakes.get(n)
+                reason = why or preview(url, o.probe.agent_id, o.probe.question).get(
+                    "reason", "?")
+                _dump(dump, plan.dataset, mode, o, why, reason)
     asked = [o for o in outcomes if not o.probe.generic]
     if asked:
         run.rows = figures_by_group(asked, plan.order)
@@ -315,9 +318,10 @@ def generic_figures(outcomes: Sequence[Outcome]) -> dict[str, Any]:
     }
 
 
-def _dump(out: TextIO, dataset: str, mode: str, o: Outcome, why: str | None) -> None:
+def _dump(out: TextIO, dataset: str, mode: str, o: Outcome, why: str | None,
+          reason: str) -> None:
     record = {
-        "why_wrong": why,
+        "why_wrong": why, "reason": reason,
         "dataset": dataset, "mode": mode, "agent": o.probe.agent_id, "group": o.probe.group,
         "generic": o.probe.generic,
         "question": o.probe.question, "answer": o.probe.answer, "section": o.reply.section,
