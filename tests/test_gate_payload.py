@@ -26,6 +26,8 @@ from mnemoproxy.gate.relevance.payload import split_request
         ("tl;dr this please\n\nI spent all of last year rebuilding my garden shed.",
          "tl;dr this please", "my garden"),
         ("What does 今天我很忙 mean?", "What does  … mean?", "今天我很忙"),
+        ("How do I tell my neighbour 'your dog barked all night on Sunday!' in Dutch?",
+         "How do I tell my neighbour  …  in Dutch?", "on Sunday"),
     ],
 )
 def test_material_is_set_apart(message: str, instruction: str, in_payload: str) -> None:
@@ -42,6 +44,12 @@ def test_material_is_set_apart(message: str, instruction: str, in_payload: str) 
         'What does "ikigai" mean?',  # a short quote is a phrase asked about
         "I went to Rome in May.\n\nWhat was the name of the hotel?",
         "我的狗叫什么名字？",
+        # Apostrophes open no quotation, short single quotes name a phrase.
+        "Where's the kids' bike pump I don't use anymore, the one from my brother's garage?",
+        "What does 'hygge' mean, and didn't my sister say it once?",
+        # A title in single quotes, or events named without a sentence's end.
+        "How many pages of 'A Short History of Nearly Everything' have I read?",
+        "Which came first: 'I joined the climbing gym', or 'I moved to Leeds'?",
     ],
 )
 def test_the_users_own_words_stay_theirs(message: str) -> None:
@@ -53,7 +61,8 @@ def test_the_users_own_words_stay_theirs(message: str) -> None:
 @pytest.mark.parametrize(
     "text",
     ["\n" * 100_000, "“" * 100_000, '"' * 100_000, "a:\n" * 50_000, "1. x\n" * 50_000,
-     "x: y\n" * 50_000, "this: " + "a" * 100_000, "猫 a " * 30_000, "a\n\n" * 50_000],
+     "x: y\n" * 50_000, "this: " + "a" * 100_000, "猫 a " * 30_000, "a\n\n" * 50_000,
+     "'" * 100_000, " 'a" * 50_000, "a' " * 50_000],
 )
 def test_adversarial_text_is_read_in_linear_time(text: str) -> None:
     started = time.process_time()

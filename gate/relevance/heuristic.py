@@ -108,6 +108,11 @@ def _rule_matches(cues: Cues) -> dict[str, str]:
         matches.pop("calendar", None)
     if not asks:
         matches.pop("preference", None)
+    # Why things are as they are ("why do I always feel sleepy?", "why is my bill higher
+    # than last year?") asks an explanation, whatever habit or date it names.
+    if cues.personal.explains:
+        matches.pop("calendar", None)
+        matches.pop("preference", None)
     return matches
 
 
@@ -172,7 +177,7 @@ class HeuristicGate:
         if personal.task and personal.situated is None:
             return GateDecision("none", "a task anyone could ask for")
         own = personal.asks_about_user or personal.points_back
-        if own is not None and not (personal.task or personal.advice):
+        if own is not None and not (personal.task or personal.advice or personal.explains):
             # A question of the user's own whose words memory holds, beyond everyday ones:
             # a thing, a place, a phrase they once used, however the question is worded.
             evidence = evidence or await self._probe(context.probe, cues.names)
@@ -208,13 +213,19 @@ class HeuristicGate:
             evidence = await self._probe(context.probe, cues.names)
         if evidence is None:
             return GateDecision("none", "probe failed")
-        seen = f"nearest {evidence.similarity:.2f}"
+        seen = f"nearest {evidence.similarity:.2f}, above {evidence.standing:.0%} of requests"
         if personal.situated is not None:
             why = f"the user's own situation: '{personal.situated}', {seen}"
             if personal.task:  # "write a letter to my employer": only on clear evidence
-                if evidence.beats(NAMED):
+                # A task that brings what it needs to know ("Write a toast for my
+                # brother's wedding. His name is Marco, ..."): only where memory stands
+                # out beyond anything anyone asks.
+                clear = (evidence.beats(UNNAMED, UNNAMED_MARGIN) if cues.particulars
+                         else evidence.beats(NAMED))
+                if clear:
                     return GateDecision("episode", why, "medium")
-                return GateDecision("none", f"a task, nothing stands out: {seen}")
+                told = "told in full" if cues.particulars else "nothing stands out"
+                return GateDecision("none", f"a task, {told}: {seen}")
             if evidence.beats(SITUATED_FULL_BLOCK):
                 return GateDecision("episode", why)
             if cues.particulars:
@@ -271,7 +282,7 @@ class HeuristicGate:
         if held:
             return GateDecision("episode", f"names what only memory knows ({language}): "
                                 f"{', '.join(held[:4])}", "medium")
-        seen = f"nearest {evidence.similarity:.2f}"
+        seen = f"nearest {evidence.similarity:.2f}, above {evidence.standing:.0%} of requests"
         if evidence.beats(UNNAMED, UNNAMED_MARGIN):
             return GateDecision("episode", f"stands out in memory: {seen}", "low")
         return GateDecision("none", f"nothing stands out in memory ({language}): {seen}")

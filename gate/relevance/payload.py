@@ -107,6 +107,8 @@ def split_request(text: str) -> Request:
             introduced = False
             continue
         said, quoted = _without_quotes(line)
+        said, single = _without_single_quotes(said)
+        quoted.extend(single)
         said, foreign = _without_foreign_runs(said)
         own.append(said)
         material.extend(quoted)
@@ -169,6 +171,45 @@ def _handed_over(line: str, instruction_elsewhere: bool) -> tuple[str, str] | No
     ):
         return head, rest
     return None
+
+
+# A straight single quote opens a quotation where no letter is before it and one follows,
+# and closes it where a letter or punctuation is before it and no letter follows: the
+# apostrophes of "don't" and "the kids' toys" neither open one nor, unopened, close one.
+# Single quotes mostly name titles ('The Seven Husbands of Evelyn Hugo'): only a sentence,
+# its closing punctuation inside the quote, is material.
+_SINGLE_OPENING = re.compile(r"(?<![\w'])'(?=[^\s'])")
+_SINGLE_CLOSING = re.compile(r"(?<=[^\s'])'(?!\w)")
+SENTENCE_ENDS = frozenset(".?!…")
+
+
+def _without_single_quotes(line: str) -> tuple[str, list[str]]:
+    """`line` with its quoted sentences in straight single quotes cut out ("tell my
+    landlord: 'The hot water has not worked since Tuesday.'"), and those sentences."""
+    if "'" not in line:
+        return line, []
+    closings = [m.start() for m in _SINGLE_CLOSING.finditer(line)]
+    said: list[str] = []
+    quoted: list[str] = []
+    kept_from = 0
+    next_closing = 0  # index into `closings`: every pass moves forward only
+    for opening in _SINGLE_OPENING.finditer(line):
+        position = opening.start()
+        if position < kept_from:
+            continue
+        while next_closing < len(closings) and closings[next_closing] <= position:
+            next_closing += 1
+        if next_closing == len(closings):
+            break
+        end = closings[next_closing]
+        if end - position - 1 < MIN_QUOTED_CHARS or line[end - 1] not in SENTENCE_ENDS:
+            continue
+        said.append(line[kept_from:position])
+        said.append(" … ")
+        quoted.append(line[position + 1 : end])
+        kept_from = end + 1
+    said.append(line[kept_from:])
+    return "".join(said), quoted
 
 
 # A run of another script in a line written in the Latin one ("How do you say 我的狗 in

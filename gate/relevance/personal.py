@@ -25,6 +25,12 @@ from mnemoproxy.gate.relevance.cues import TASK_OBJECTS, word_set
 WH_WORDS = word_set("what which where when who whom whose how why whats wat wut wats")
 # "How many pages have I read" asks about the user; "how do I" starts a how-to.
 HOWTO_AUX = word_set("do can should could would might may")
+# A bare question word before "do I" asks how to go on ("what do I do now?", "where do we
+# start?"); a thing named between ("what bike do I ride?") or a habit ("where do I usually
+# go?") asks about the user.
+BARE_ASKING = word_set("what where when who which")
+ANYONE = word_set("you one")
+HABITS = word_set("usually normally typically always often still currently ever")
 PERSONAL_AUX = word_set("did do does have had has was were am")
 SUBJECTS = word_set("i we")
 GIVING = word_set("gave sent told bought recommended lent showed taught gifted made got")
@@ -40,6 +46,7 @@ OPENING_AUX = word_set("did do have had was were am")
 # "Why do we see lightning first?", "why am I always tired?": the present asks why things
 # are as they are, not what the user did ("why did I cancel ...?").
 PRESENT_AUX = word_set("do does am")
+EXPLAINED = PRESENT_AUX | word_set("is are")
 # Words that open the asking clause after a comma: a question word or an auxiliary.
 CLAUSE_OPENERS = WH_WORDS | word_set(
     "is are was were do does did can could should would will any tips ideas suggestions")
@@ -95,6 +102,10 @@ TASK_PAIRS = frozenset(
 TASK_PHRASES = (("explain", "your", "answer"), ("try", "to", "explain"), ("step", "-", "by"),
                 ("step", "by", "step"))
 HELP_TASKS = word_set("write draft create compose prepare plan understand")
+# "Tell me a joke about ...", "give me a riddle": a piece of writing asked for.
+TELLING = word_set("tell give")
+PIECES = word_set("joke jokes story stories riddle riddles poem poems pun puns limerick haiku")
+PIECE_REACH = 4  # words from the opening verb to the piece it asks for
 _TASK_PHRASE_STARTS: dict[str, list[tuple[str, ...]]] = {}
 for _phrase in TASK_PHRASES:
     _TASK_PHRASE_STARTS.setdefault(_phrase[0], []).append(_phrase)
@@ -161,6 +172,9 @@ class Personal:
     world_question: bool = False
     user_question: bool = False
     advice: bool = False  # a how-to or best-way frame ("How do I ...", "the best way to")
+    # A why-question about how things are ("Why do I always feel sleepy after lunch?", "why
+    # is my grocery bill higher than last year?"): it asks an explanation, not a memory.
+    explains: bool = False
     # The things a question sets against each other ("..., the standing desk or the
     # dishwasher leak?", "between the christening and the marathon"), each as its words.
     alternatives: tuple[tuple[str, ...], ...] = ()
@@ -170,7 +184,7 @@ def read_sentence(words: Sequence[str], signals: Personal, first_sentence: bool)
     """Update `signals` from one sentence's lower-cased tokens."""
     if not words:
         return
-    opening = [w for w in words if w.isalpha()][:3]
+    opening = [w for w in words if w.isalpha()][:4]
     cast = role_play(words)
     if cast or _is_task(words, opening if first_sentence else (), cast=False):
         signals.task = True
@@ -178,6 +192,8 @@ def read_sentence(words: Sequence[str], signals: Personal, first_sentence: bool)
         signals.role_play = True
     if opening and _advice(words, opening):
         signals.advice = True
+    if len(opening) > 1 and opening[0] == "why" and opening[1] in EXPLAINED:
+        signals.explains = True
     if signals.own_past is None:
         signals.own_past = _own_past(words, opening)
     if signals.situated is None:
@@ -242,9 +258,14 @@ def _asking_part(words: Sequence[str]) -> Sequence[str]:
     followed by a clause that asks for a judgment or tips on it ("useEffect runs twice in
     my app, is that a bug?", "my battery drains fast, tips?"): that clause alone. A
     question-word clause asks about what the statement names ("my sister's wedding in
-    Porto, when was it?")."""
+    Porto, when was it?"), unless it asks how to go on ("my landlord kept the deposit,
+    what do I do now?")."""
     clause = _question_clause(words)
-    return clause if clause and clause[0] not in WH_WORDS else words
+    if not clause:
+        return words
+    if clause[0] not in WH_WORDS or _howto([w for w in clause if w.isalpha()][:4]):
+        return clause
+    return words
 
 
 def _alternatives(words: Sequence[str]) -> tuple[tuple[str, ...], ...]:
@@ -343,6 +364,9 @@ def _is_task(words: Sequence[str], opening: Sequence[str], *, cast: bool | None 
         return True
     if len(opening) >= 2 and (opening[0], opening[1]) in TASK_PAIRS:
         return True
+    if opening and opening[0] in TELLING and not PIECES.isdisjoint(
+            words[: words.index(opening[0]) + 1 + PIECE_REACH]):
+        return True
     # One pass over the words: this runs for every sentence of a long message.
     for i, word in enumerate(words):
         if word in _TASK_PHRASE_STARTS:
@@ -357,12 +381,30 @@ def _is_task(words: Sequence[str], opening: Sequence[str], *, cast: bool | None 
 
 
 def _howto(opening: Sequence[str]) -> bool:
-    """'How do I ...', 'How can we ...', 'What should I ...': advice anyone could ask."""
-    if len(opening) < 3 or opening[2] not in SUBJECTS:
+    """'How do I ...', 'How can we ...', 'How can you tell ...', 'What should I ...',
+    'Where do I start?': advice anyone could ask."""
+    if len(opening) < 3:
         return False
-    return (opening[0] == "how" and opening[1] in HOWTO_AUX) or (
+    if opening[0] == "how" and opening[1] in HOWTO_AUX and opening[2] in ANYONE:
+        return True  # "How can you tell if an egg is off?": you as anyone
+    if opening[2] not in SUBJECTS:
+        return False
+    return _how_to(opening, 1) or (
         opening[0] == "what" and opening[1] in ("should", "can", "could")
     )
+
+
+def _how_to(words: Sequence[str], at: int) -> bool:
+    """Whether the auxiliary at `at` opens a how-to with the subject after it: "how do I",
+    "how can we", "what do I do", "where do we start"."""
+    if at < 1 or at >= len(words):
+        return False
+    before, aux = words[at - 1], words[at]
+    habit = at + 2 < len(words) and words[at + 2] in HABITS
+    if before == "how":
+        return aux in HOWTO_AUX and not habit
+    return (before in BARE_ASKING and aux == "do" and at + 1 < len(words)
+            and words[at + 1] in SUBJECTS and not habit)
 
 
 def _own_past(words: Sequence[str], opening: Sequence[str]) -> str | None:
@@ -380,7 +422,7 @@ def _own_past(words: Sequence[str], opening: Sequence[str]) -> str | None:
         if not wh or addressed:
             continue
         before = words[i - 1] if i > 0 else ""
-        if before == "how" and pair[0] in HOWTO_AUX:  # "... and how do we introduce her"
+        if _how_to(words, i):  # "... and how do we introduce her", "where do I start?"
             continue
         if before == "why" and pair[0] in PRESENT_AUX:  # a reason for how things are
             continue
@@ -393,8 +435,7 @@ def _own_past(words: Sequence[str], opening: Sequence[str]) -> str | None:
         # "the total I spent", not "where I am", "when we cut them", "if I invest", "how
         # do we introduce her".
         asked_how = i > 1 and (
-            (words[i - 2] == "how" and before in HOWTO_AUX)
-            or (words[i - 2] == "why" and before in PRESENT_AUX))
+            _how_to(words, i - 1) or (words[i - 2] == "why" and before in PRESENT_AUX))
         if (pair[0] in SUBJECTS and pair[1].isalpha() and pair[1] not in NOT_OWN_DOING
                 and before not in NOT_OWN_DOING and before not in SUBORDINATING
                 and not asked_how):
@@ -448,7 +489,7 @@ def _speaks_of_user(words: Sequence[str]) -> str | None:
         # we have a duty to ...?"); "our" with a thing is mostly the user's household.
         if word in ("my", "our") and (_everyones(words, i) or following in DECISION_SPACE):
             continue
-        if word == "i" and i > 1 and words[i - 2] == "how" and before in HOWTO_AUX:
+        if word == "i" and _how_to(words, i - 1):
             continue  # "... and how do I structure it?": a how-to inside the question
         if word in ("my", "our") or (word == "me" and before not in CAUSING):
             return word

@@ -59,7 +59,11 @@ ENTITY_MATCHER_CACHE_SIZE = 32
 # longer one ("port 5000.", "in 1990.") ends its sentence.
 SENTENCE_BREAK = re.compile(
     r"(?<=[.!?:;])(?<!(?<![0-9])[0-9]\.)(?<!(?<![0-9])[0-9]{2}\.)\s+|(?<=[。！？])|\n\s*")
-QUOTED = re.compile(r"[\"“‘']([^\"”’'\n]{3,60})[\"”’']")
+# A quoted phrase opens and closes with the same kind of mark, next to no letter outside
+# and no space inside: the apostrophes of "what's" and "j'ai" open nothing.
+QUOTED = re.compile(
+    r"(?<!\w)(?:\"(\S[^\"\n]{1,58}\S)\"|“(\S[^”\n]{1,58}\S)”|‘(\S[^’\n]{1,58}\S)’"
+    r"|'(\S[^'\n]{1,58}\S)')(?!\w)")
 MAX_NAMES = 8
 MIN_NAME_CHARS = 3
 
@@ -123,7 +127,8 @@ class CueScanner:
         words: set[str] = set()
         opening = closing = ""
         word_count = 0
-        cues.names = list(dict.fromkeys(m.group(1) for m in QUOTED.finditer(text)))[:MAX_NAMES]
+        quoted = (next(g for g in m.groups() if g) for m in QUOTED.finditer(text))
+        cues.names = list(dict.fromkeys(quoted))[:MAX_NAMES]
         sentences = [s for s in SENTENCE_BREAK.split(text) if s]
         if len(sentences) > HEAD_SENTENCES + TAIL_SENTENCES:
             sentences = sentences[:HEAD_SENTENCES] + sentences[-TAIL_SENTENCES:]
@@ -131,7 +136,7 @@ class CueScanner:
             doc = self._nlp.make_doc(sentence)
             # Token objects are made anew on each pass over a Doc: one pass serves all.
             tokens = list(doc)
-            lowered = _question_word_spelled_out([token.lower_ for token in tokens])
+            lowered = _question_word_spelled_out(_numerals_read(tokens))
             sentence_words = set(lowered)
             words |= sentence_words
             word_count += sum(map(str.isalpha, lowered))
@@ -237,6 +242,20 @@ def _question_word_spelled_out(words: list[str]) -> list[str]:
     if meant is None or (zipf(typed, "en") or 0.0) >= MISSPELT_ZIPF:
         return words
     return [*words[:at], meant, *words[at + 1:]]
+
+
+def _numerals_read(tokens: Sequence[Any]) -> list[str]:
+    """The tokens lower-cased, a Roman one closing a name read as the number ("World War
+    I?", "Elizabeth I."): the pronoun "I" does not end a clause after a capitalised word
+    inside the sentence."""
+    words = [token.lower_ for token in tokens]
+    for at in range(2, len(tokens)):
+        if tokens[at].text != "I" or not tokens[at - 1].is_title:
+            continue
+        following = tokens[at + 1] if at + 1 < len(tokens) else None
+        if following is None or following.is_punct:
+            words[at] = "1"
+    return words
 
 
 def _names(tokens: Sequence[Any]) -> list[str]:

@@ -6,6 +6,7 @@ share one vocabulary without importing each other.
 
 from __future__ import annotations
 
+import bisect
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Literal, Protocol, get_args
@@ -115,6 +116,13 @@ class Evidence:
                 return []
             held.append(found)
         return held
+
+    @property
+    def standing(self) -> float:
+        """The share of the reference prompts whose best match the message's beats."""
+        if not self.reference:
+            return 1.0 if self.similarity > 0 else 0.0
+        return bisect.bisect_right(self.reference, self.similarity) / len(self.reference)
 
     def beats(self, share: float, margin: float = 0.0) -> bool:
         """Whether the message's best match beats the reference prompts' at this share
