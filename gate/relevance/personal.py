@@ -190,12 +190,13 @@ def read_sentence(words: Sequence[str], signals: Personal, first_sentence: bool)
         signals.task = True
     if cast:
         signals.role_play = True
-    if opening and _advice(words, opening):
+    told = not first_sentence  # the user has told something before this sentence
+    if opening and _advice(words, opening, told):
         signals.advice = True
     if len(opening) > 1 and opening[0] == "why" and opening[1] in EXPLAINED:
         signals.explains = True
     if signals.own_past is None:
-        signals.own_past = _own_past(words, opening)
+        signals.own_past = _own_past(words, opening, told)
     if signals.situated is None:
         signals.situated = _situated(words, opening)
     if signals.points_back is None:
@@ -204,7 +205,9 @@ def read_sentence(words: Sequence[str], signals: Personal, first_sentence: bool)
     if asks and not signals.alternatives:
         signals.alternatives = _alternatives(words)
     if asks and signals.asks_about_user is None:
-        signals.asks_about_user = _speaks_of_user(_asking_part(words))
+        part = _asking_part(words)
+        # A clause asked after a statement follows something told, as a later sentence does.
+        signals.asks_about_user = _speaks_of_user(part, told or part is not words)
     _weigh_question(words, opening, asks, signals)
     if signals.for_the_user is None and not ASKING_FOR.isdisjoint(words):
         # The user as the one it is for ("where I can learn", "for my garden", "for me"),
@@ -261,9 +264,9 @@ def _asking_part(words: Sequence[str]) -> Sequence[str]:
     Porto, when was it?"), unless it asks how to go on ("my landlord kept the deposit,
     what do I do now?")."""
     clause = _question_clause(words)
-    if not clause:
+    if not clause or len(clause) == len(words):  # no statement before it
         return words
-    if clause[0] not in WH_WORDS or _howto([w for w in clause if w.isalpha()][:4]):
+    if clause[0] not in WH_WORDS or _howto([w for w in clause if w.isalpha()][:4], told=True):
         return clause
     return words
 
@@ -380,7 +383,7 @@ def _is_task(words: Sequence[str], opening: Sequence[str], *, cast: bool | None 
     return False
 
 
-def _howto(opening: Sequence[str]) -> bool:
+def _howto(opening: Sequence[str], told: bool = False) -> bool:
     """'How do I ...', 'How can we ...', 'How can you tell ...', 'What should I ...',
     'Where do I start?': advice anyone could ask."""
     if len(opening) < 3:
@@ -389,14 +392,16 @@ def _howto(opening: Sequence[str]) -> bool:
         return True  # "How can you tell if an egg is off?": you as anyone
     if opening[2] not in SUBJECTS:
         return False
-    return _how_to(opening, 1) or (
+    return _how_to(opening, 1, told) or (
         opening[0] == "what" and opening[1] in ("should", "can", "could")
     )
 
 
-def _how_to(words: Sequence[str], at: int) -> bool:
+def _how_to(words: Sequence[str], at: int, told: bool = False) -> bool:
     """Whether the auxiliary at `at` opens a how-to with the subject after it: "how do I",
-    "how can we", "what do I do", "where do we start"."""
+    "how can we", and after something told (earlier in the sentence, or `told`: in an
+    earlier one) "what do I do", "where do we start"; on its own "where do I keep my
+    sneakers?" asks about the user."""
     if at < 1 or at >= len(words):
         return False
     before, aux = words[at - 1], words[at]
@@ -404,15 +409,15 @@ def _how_to(words: Sequence[str], at: int) -> bool:
     if before == "how":
         return aux in HOWTO_AUX and not habit
     return (before in BARE_ASKING and aux == "do" and at + 1 < len(words)
-            and words[at + 1] in SUBJECTS and not habit)
+            and words[at + 1] in SUBJECTS and not habit and (told or at >= 2))
 
 
-def _own_past(words: Sequence[str], opening: Sequence[str]) -> str | None:
+def _own_past(words: Sequence[str], opening: Sequence[str], told: bool = False) -> str | None:
     """What shows a question about the user's own doings, things and times: "How many
     bikes do I own?", "Who gave me the mixer?", "How long did it take me to ...?", "the
     total I spent on ...", "Did I ever ...?". Not advice ("How do I ...", "What should I
     ...") nor the model's opinion ("What do you think I should ...")."""
-    if not opening or _howto(opening):
+    if not opening or _howto(opening, told):
         return None
     wh = opening[0] in WH_WORDS
     addressed = False  # "you" came first: the question asks the model's view
@@ -470,7 +475,7 @@ def _asks(words: Sequence[str], opening: Sequence[str]) -> bool:
     return asks and not _advice(words, opening)
 
 
-def _speaks_of_user(words: Sequence[str]) -> str | None:
+def _speaks_of_user(words: Sequence[str], told: bool = False) -> str | None:
     """The first-person word by which a sentence speaks of the user as themselves: not
     likened ("like I'm five"), supposed ("if I invest"), in a clause of the question
     ("where I am"), nor the subject of a wish or an opinion asked ("should I", "do you
@@ -489,7 +494,7 @@ def _speaks_of_user(words: Sequence[str]) -> str | None:
         # we have a duty to ...?"); "our" with a thing is mostly the user's household.
         if word in ("my", "our") and (_everyones(words, i) or following in DECISION_SPACE):
             continue
-        if word == "i" and _how_to(words, i - 1):
+        if word == "i" and _how_to(words, i - 1, told):
             continue  # "... and how do I structure it?": a how-to inside the question
         if word in ("my", "our") or (word == "me" and before not in CAUSING):
             return word
@@ -521,10 +526,10 @@ def _everyones(words: Sequence[str], i: int) -> bool:
     return words[i] == "our" and i + 1 < len(words) and words[i + 1] in HUMANKIND_OWN
 
 
-def _advice(words: Sequence[str], opening: Sequence[str]) -> bool:
+def _advice(words: Sequence[str], opening: Sequence[str], told: bool = False) -> bool:
     """How-to and best-way frames: what the user says of themselves there ("if I've never
     run before") shapes the advice, it does not point at memory."""
-    if _howto(opening):
+    if _howto(opening, told):
         return True
     return any((words[i], words[i + 1]) in ADVICE_WAYS for i in range(len(words) - 1))
 
