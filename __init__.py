@@ -6,7 +6,7 @@
     mnemoproxy.config  the settings table
     mnemoproxy.errors  the exception tree every layer raises
 
-Dependencies point one way: proxy -> gate -> memory -> config (tests/test_house_layering.py).
+Dependencies point one way: proxy -> gate -> memory -> config (tests/house/test_house_layering.py).
 """
 
 __version__ = "0.1.0"

@@ -2,7 +2,7 @@
 
 The counter is our own (o200k.py): tiktoken's rank table, pattern and merge rule, for
 counting only, in ~30 MiB of private memory where the Rust tokenizers that ship this
-encoding take 47-126 MiB per process. Its counts are tiktoken's (tests/test_gate_tokens.py).
+encoding take 47-126 MiB per process. Its counts are tiktoken's (tests/gate/test_gate_tokens.py).
 When its rank file cannot load, counts fall back to ceil(len / 4), a usual English
 average, so the budget still holds roughly instead of the chat failing.
 """

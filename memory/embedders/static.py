@@ -42,7 +42,7 @@ class StaticModel:
     the file's float16, memory-mapped: the package itself loads it as a private float32
     copy (31 MiB in every process) and imports a good deal more. A float16 row widened to
     float32 is exact, so the vectors are the package's own, bit for bit
-    (tests/test_embedders_backends.py compares them)."""
+    (tests/memory/embedders/test_embedders_backends.py compares them)."""
 
     def __init__(self, tokenizer: Any, weights: np.ndarray) -> None:
         self.tokenizer = tokenizer
@@ -69,7 +69,8 @@ class StaticModel:
         """Unnormalised mean of each text's token vectors, float32, one row per text.
 
         The package sums each text's token rows in float32, one after another in token
-        order; so does this, bit for bit (tests/test_embedders_backends.py), but cheaper:
+        order; so does this, bit for bit
+        (tests/memory/embedders/test_embedders_backends.py), but cheaper:
         - widening float16 to float32 is slow (element by element), so each distinct token
           of the batch is widened once, into a small float32 table;
         - the sums advance one token position at a time across every text still that long

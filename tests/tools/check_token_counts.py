@@ -4,7 +4,7 @@
 
 every message, question and answer of the evaluation data (../shared/eval-data: LoCoMo,
 the LongMemEval slice, the generic prompts) and every Unicode code point in contexts
-where its class decides the pieces. tests/test_gate_tokens.py checks a fixed sample of both.
+where its class decides the pieces. tests/gate/test_gate_tokens.py checks a fixed sample of both.
 """
 
 from __future__ import annotations

@@ -6,7 +6,7 @@ tiktoken (and bpe-openai) split text with Rust's regex crate, whose tables are U
 16.0; Python 3.11's own unicodedata is 14.0, and the `regex` package follows the newest
 Unicode, so both classify tens of thousands of recently assigned code points otherwise.
 The tables are therefore written once from a Unicode 16.0 database and kept in the
-repository; tests/test_gate_tokens.py checks every code point against tiktoken. When tiktoken
+repository; tests/gate/test_gate_tokens.py checks every code point against tiktoken. When tiktoken
 moves to a newer Unicode, install the matching unicodedata2 and run this again.
 """
 

@@ -1,5 +1,5 @@
 """tiktoken's own o200k_base, offline: the reference our token counter is checked against
-(tests/test_gate_tokens.py, and every text at hand by
+(tests/gate/test_gate_tokens.py, and every text at hand by
 `python -m tests.tools.check_token_counts`)."""
 
 from __future__ import annotations

@@ -19,7 +19,7 @@ from tests.support.servers.backends import store_url_for
 from tests.support.servers.ports import free_port
 from tests.support.servers.proxy_server import ProxyServer
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[3]
 MEMORY_COMMANDS = (["agents"], ["show", "--agent-id", "zoe"],
                    ["search", "porto", "--agent-id", "zoe"],
                    ["forget", "--agent-id", "zoe", "--yes"], ["export", "--agent-id", "zoe"],

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 LAYERS = ("config", "memory", "gate", "proxy")  # each may import only those before it
 # Which of memory's and gate's modules a layer above may import: only the package itself.
 FRONT_DOORS = {"memory": "mnemoproxy.memory", "gate": "mnemoproxy.gate"}

@@ -19,7 +19,7 @@ from tests.support.memory_client import memory_settings
 from tests.support.servers.backends import store_url_for
 from tests.support.servers.proxy_server import ProxyServer
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[3]
 
 
 async def use_tools(session: ClientSession) -> None:

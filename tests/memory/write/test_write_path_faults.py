@@ -21,7 +21,7 @@ from tests.support.servers.fake_upstream import FakeUpstream
 from tests.support.servers.ports import free_port
 from tests.support.servers.proxy_server import ProxyServer
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[3]
 
 GOOD = {
     "episode": {

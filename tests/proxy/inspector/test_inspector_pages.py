@@ -19,7 +19,7 @@ from mnemoproxy.proxy.edge.sessions import InspectorSessions
 from tests.support.memory_client import memory_settings
 from tests.support.servers.proxy_server import ProxyServer
 
-SCREENSHOTS = Path(__file__).resolve().parent.parent / "test-results"
+SCREENSHOTS = Path(__file__).resolve().parents[3] / "test-results"
 
 
 def chromium() -> str:

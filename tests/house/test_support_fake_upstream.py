@@ -345,7 +345,7 @@ async def test_async_clients_are_served_concurrently(fake: FakeUpstream):
 
 def test_runs_as_a_process_until_sigterm():
     command = [sys.executable, "-m", "tests.support.servers.fake_upstream", "--port", "0"]
-    root = Path(__file__).resolve().parents[1]
+    root = Path(__file__).resolve().parents[2]
     with subprocess.Popen(command, cwd=root, stdout=subprocess.PIPE, text=True) as server:
         try:
             assert server.stdout is not None

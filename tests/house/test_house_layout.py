@@ -1,7 +1,7 @@
-"""The folders are the architecture and stay walkable: no package folder of more than a
-dozen modules, every package drawn in its `__init__`, the built wheel holding every module
-and template, and tests that import helpers from tests/support, never another test or a
-benchmark."""
+"""The folders are the architecture and stay walkable: no package or test folder of more
+than a dozen modules, every package drawn in its `__init__`, the built wheel holding every
+module and template, and tests that import helpers from tests/support, never another test
+or a benchmark."""
 
 from __future__ import annotations
 
@@ -9,9 +9,10 @@ import ast
 import subprocess
 import sys
 import zipfile
+from collections.abc import Iterable
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 PACKAGE_FOLDERS = ("config", "gate", "memory", "proxy")
 MAX_MODULES = 12
 
@@ -22,13 +23,26 @@ def packages() -> list[Path]:
     )
 
 
-def test_no_package_folder_keeps_more_than_a_dozen_modules() -> None:
-    crowded = {
+def crowded(folders: Iterable[Path]) -> dict[str, int]:
+    return {
         str(folder.relative_to(ROOT)): count
-        for folder in packages()
+        for folder in folders
         if (count := sum(1 for p in folder.glob("*.py") if p.name != "__init__.py")) > MAX_MODULES
     }
-    assert crowded == {}
+
+
+def test_no_package_folder_keeps_more_than_a_dozen_modules() -> None:
+    assert crowded(packages()) == {}
+
+
+def test_no_test_folder_keeps_more_than_a_dozen_modules() -> None:
+    assert crowded({path.parent for path in (ROOT / "tests").rglob("*.py")}) == {}
+
+
+def test_test_files_have_names_of_their_own() -> None:
+    # tests/ has no __init__.py: pytest imports a test file by its name alone.
+    names = [path.name for path in (ROOT / "tests").rglob("test_*.py")]
+    assert sorted(n for n in set(names) if names.count(n) > 1) == []
 
 
 def test_every_package_says_what_it_holds() -> None:
@@ -72,7 +86,7 @@ def imported(path: Path) -> list[str]:
 def test_tests_import_support_never_another_test_or_a_benchmark() -> None:
     wrong = [
         f"{path.relative_to(ROOT)} imports {name}"
-        for path in sorted((ROOT / "tests").glob("test_*.py"))
+        for path in sorted((ROOT / "tests").rglob("test_*.py"))
         for name in imported(path)
         if name.startswith(("tests.test_", "tests.benchmarks"))
     ]

@@ -36,7 +36,7 @@ from mnemoproxy.memory.embedders.multilingual import MULTILINGUAL_SHA256, defaul
 from mnemoproxy.proxy.relay.upstream import Upstream
 from tests.support.servers.proxy_server import make_settings
 
-PROJECT_ROOT = Path(__file__).resolve().parent.parent
+PROJECT_ROOT = Path(__file__).resolve().parents[3]
 LOCAL_BACKENDS = ("hashing", "wordllama", "minilm", "multilingual")
 SENTENCES = [
     "I adopted a puppy from the shelter last weekend.",

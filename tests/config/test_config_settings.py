@@ -14,7 +14,7 @@ from mnemoproxy.config.settings import SETTINGS_TABLE, Settings, load_settings
 from mnemoproxy.errors import SettingError
 from tests.support.blackbox import running_proxy
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_defaults_match_design():

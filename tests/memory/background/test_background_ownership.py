@@ -1,6 +1,7 @@
 """Several processes on one data_dir (workers > 1), tested in one process: the owner lock,
 and two shared Memory objects (each its own store, indexes and owner-lock descriptor, as
-two workers have) dividing the background work. tests/test_cli_workers.py serves real ones."""
+two workers have) dividing the background work. tests/proxy/cli/test_cli_workers.py serves
+real ones."""
 
 from __future__ import annotations
 
