@@ -20,8 +20,9 @@ In order, the first that speaks decides:
    name most retrieved items mention: memory when retrieval beats half the reference
    prompts. Any other name (a person, a place, a quoted title) found in the retrieved
    items: when it beats nine tenths of them.
-6. Any other question whose retrieval beats every reference prompt by a margin: a small
-   block.
+6. A question of the user's own (about their life, or pointing back at a thing they spoke
+   of) whose retrieval beats nine tenths of the reference prompts, or any other question
+   that beats every one by a margin: a small block.
 
 The retrieval evidence (types.Evidence) is the agent's own: the message's nearest item
 against how near the reference prompts (reference.py) come to the same memory, so a
@@ -63,6 +64,7 @@ SITUATED_FULL_BLOCK = 0.75
 FOR_THE_USER = 0.5
 CENTRAL_NAME = 0.5
 NAMED = 0.9
+OWN_QUESTION = 0.9
 UNNAMED = 1.0
 UNNAMED_MARGIN = 0.05
 # A name in this share of the retrieved items is central to what memory holds on it; a
@@ -177,7 +179,9 @@ class HeuristicGate:
         if personal.task and personal.situated is None:
             return GateDecision("none", "a task anyone could ask for")
         own = personal.asks_about_user or personal.points_back
-        if own is not None and not (personal.task or personal.advice or personal.explains):
+        if personal.task or personal.advice or personal.explains:
+            own = None
+        if own is not None:
             # A question of the user's own whose words memory holds, beyond everyday ones:
             # a thing, a place, a phrase they once used, however the question is worded.
             evidence = evidence or await self._probe(context.probe, cues.names)
@@ -207,7 +211,9 @@ class HeuristicGate:
                 return GateDecision(
                     "episode", f"names what only memory knows: {', '.join(held[:4])}",
                     "medium")
-        if not cues.is_question and personal.situated is None and personal.for_the_user is None:
+        # A fragment pointing back at what the user spoke of is asked as a question is.
+        asked = cues.is_question or personal.points_back is not None
+        if not asked and personal.situated is None and personal.for_the_user is None:
             return GateDecision("none", "a request that names nothing of the user's own")
         if evidence is None:
             evidence = await self._probe(context.probe, cues.names)
@@ -238,7 +244,7 @@ class HeuristicGate:
         if personal.for_the_user is not None and evidence.beats(FOR_THE_USER):
             why = f"asked for the user: '{personal.for_the_user}', {seen}"
             return GateDecision("episode", why, "low")
-        if not cues.is_question:  # asked for the user, but nothing stands out
+        if not asked:  # asked for the user, but nothing stands out
             return GateDecision("none", f"a request, nothing stands out: {seen}")
         if cues.entity is not None and evidence.beats(CENTRAL_NAME):
             why = f"a name memory knows: '{cues.entity}', {seen}"
@@ -250,6 +256,11 @@ class HeuristicGate:
         central = evidence.name_share >= CENTRAL_NAME_SHARE
         if evidence.names and evidence.beats(CENTRAL_NAME if central else NAMED):
             return GateDecision("episode", f"names memory holds: {names}, {seen}", "medium")
+        if own is not None and evidence.beats(OWN_QUESTION):
+            # Only this user's memory answers a question about their own life ("what's
+            # the name of my best friend from college?"): it needs less to stand out.
+            return GateDecision("episode", f"a question of the user's own: '{own}', {seen}",
+                                "low")
         if evidence.beats(UNNAMED, UNNAMED_MARGIN):
             return GateDecision("episode", f"stands out in memory: {seen}", "low")
         return GateDecision("none", f"nothing stands out in memory: {seen}")

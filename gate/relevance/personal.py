@@ -145,7 +145,8 @@ RELATIVES = word_set("where who which when that")
 NOT_A_THING = RELATIVES | SECOND_PERSON | word_set(
     """i me my we us our he she it they them his her its their this these those the a an
     what why how whose is was are were be been am 's 're do does did have has had can
-    could would will should shall must may might to of so if as not n't""")
+    could would will should shall must may might to of so if as not n't something anything
+    everything nothing someone anyone everyone somebody anybody everybody nobody one""")
 POINTING_REACH = 4  # words from the thing to the user who tells of it
 # What closes one of the alternatives a question sets against each other.
 BREAKS = frozenset([",", ":", ";", "-", "–", "—", "?", "!", ".", "(", ")"])

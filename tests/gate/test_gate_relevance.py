@@ -598,6 +598,27 @@ async def test_a_fragment_pointing_at_what_the_user_spoke_of_fires_when_memory_h
 
 
 @pytest.mark.parametrize(
+    "message",
+    ["which hotel was that wedding where we danced till 3am?",
+     "the name of that bakery we liked in Ghent",
+     "what's the name of my best mate from the rowing club?"],
+)
+async def test_a_question_of_the_users_own_needs_less_to_stand_out(message: str) -> None:
+    # Between nine tenths of the reference prompts (0.36) and all of them by the margin.
+    near = await decide(message, Probe(0.37))
+    assert (near.section, near.confidence) == ("episode", "low"), near.reason
+    assert (await decide(message, Probe(0.3))).section == "none"
+    # A question anyone could ask, as near, still does not stand out.
+    anyone = await decide("which hotel chain is the biggest in the world?", Probe(0.37))
+    assert anyone.section == "none", anyone.reason
+
+
+def test_a_pronoun_after_that_is_no_thing_pointed_at() -> None:
+    assert shared_scanner().scan("Is that something I should worry about?").personal \
+        .points_back is None
+
+
+@pytest.mark.parametrize(
     ("typed", "read_as_question"),
     [("wich bus did i take to the airport", True), ("hw long was my flight to Oslo", True),
      ("wen did we adopt the cat", True), ("two coffees please", False),
