@@ -241,8 +241,26 @@ def _without_foreign_runs(line: str) -> tuple[str, list[str]]:
     return "".join(said), [run.group() for run in runs]
 
 
+# A quotation whose words are capitalised, but for these, is a title ("What did "Harry
+# Potter and the Philosopher's Stone" mean to him?"): a name, not material. Titles are
+# short: longer quotations are not checked, which keeps a line of many openings linear.
+TITLE_SMALL_WORDS = word_set(
+    "a an the and or but nor of in on at to for from by with as vs via into over upon per")
+MAX_TITLE_CHARS = 120
+_TITLE_WORD = re.compile(r"[^\W\d_][\w'’-]*")
+
+
+def _is_title(quoted: str) -> bool:
+    quoted = quoted.strip()
+    if len(quoted) > MAX_TITLE_CHARS or not quoted or quoted[-1] in SENTENCE_ENDS:
+        return False
+    words = _TITLE_WORD.findall(quoted)
+    return (len(words) >= 2 and words[0][0].isupper() and not quoted.isupper()
+            and all(w[0].isupper() for w in words if w.lower() not in TITLE_SMALL_WORDS))
+
+
 def _without_quotes(line: str) -> tuple[str, list[str]]:
-    """`line` with its long quotations cut out, and those quotations."""
+    """`line` with its long quotations, titles aside, cut out, and those quotations."""
     said: list[str] = []
     quoted: list[str] = []
     # Where each closing mark is next found (-1: nowhere further): looked up again only
@@ -259,7 +277,8 @@ def _without_quotes(line: str) -> tuple[str, list[str]]:
         if end != -1 and end <= position:
             end = line.find(closing, position + 1)
             next_close[closing] = end
-        if end == -1 or end - position - 1 < MIN_QUOTED_CHARS:
+        if (end == -1 or end - position - 1 < MIN_QUOTED_CHARS
+                or _is_title(line[position + 1 : end])):
             continue
         said.append(line[kept_from:position])
         said.append(" … ")

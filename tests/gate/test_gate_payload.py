@@ -28,6 +28,8 @@ from mnemoproxy.gate.relevance.payload import split_request
         ("What does 今天我很忙 mean?", "What does  … mean?", "今天我很忙"),
         ("How do I tell my neighbour 'your dog barked all night on Sunday!' in Dutch?",
          "How do I tell my neighbour  …  in Dutch?", "on Sunday"),
+        ('Translate "we missed the last train home" into German',
+         "Translate  …  into German", "last train"),
     ],
 )
 def test_material_is_set_apart(message: str, instruction: str, in_payload: str) -> None:
@@ -50,6 +52,8 @@ def test_material_is_set_apart(message: str, instruction: str, in_payload: str) 
         # A title in single quotes, or events named without a sentence's end.
         "How many pages of 'A Short History of Nearly Everything' have I read?",
         "Which came first: 'I joined the climbing gym', or 'I moved to Leeds'?",
+        # A title in double quotes: its words capitalised.
+        'Did I ever finish "The Brothers Karamazov and Other Stories"?',
     ],
 )
 def test_the_users_own_words_stay_theirs(message: str) -> None:
@@ -62,7 +66,7 @@ def test_the_users_own_words_stay_theirs(message: str) -> None:
     "text",
     ["\n" * 100_000, "“" * 100_000, '"' * 100_000, "a:\n" * 50_000, "1. x\n" * 50_000,
      "x: y\n" * 50_000, "this: " + "a" * 100_000, "猫 a " * 30_000, "a\n\n" * 50_000,
-     "'" * 100_000, " 'a" * 50_000, "a' " * 50_000],
+     "'" * 100_000, " 'a" * 50_000, "a' " * 50_000, "“Aa " * 50_000 + "”"],
 )
 def test_adversarial_text_is_read_in_linear_time(text: str) -> None:
     started = time.process_time()
