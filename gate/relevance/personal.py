@@ -93,7 +93,7 @@ TASK_OPENERS = word_set(
     """write implement develop explain describe compose draft solve translate summarise
     summarize list create design generate calculate convert rewrite proofread outline
     structure use imagine pretend suppose assume given compare discuss analyze analyse
-    evaluate debug refactor define"""
+    evaluate debug refactor define plan organise organize"""
 )
 TASK_PAIRS = frozenset(
     [("what", "if"), ("as", "a"), ("as", "an"), ("if", "you"), ("in", "a"), ("why", "might"),

@@ -227,6 +227,10 @@ async def test_the_users_own_situation_gets_memory_sized_by_the_evidence(message
         "What if the Beatles had never formed as a band?",
         "How many words are spoken daily on Earth? Try to explain your answer.",
         "Write a poem about the sea.",
+        # "Plan", as "write" or "create", asks for a piece of work: told in full, it
+        # needs memory beyond anything anyone asks.
+        "Plan a 4-week beginner strength routine for me, three sessions a week, 45 minutes "
+        "each.",
     ],
 )
 async def test_requests_anyone_could_send_stay_quiet_on_ordinary_evidence(message: str) -> None:
