@@ -254,7 +254,10 @@ class HeuristicGate:
             # A name the agent's memory says throughout: the question is about its people.
             return GateDecision("episode", f"names what memory is about: {names}", "medium")
         central = evidence.name_share >= CENTRAL_NAME_SHARE
-        if evidence.names and evidence.beats(CENTRAL_NAME if central else NAMED):
+        # A how-to names the thing it is about ("the easiest way to learn Python"): a name
+        # memory also holds, but does not speak of throughout, is no question about it.
+        if (evidence.names and not personal.advice
+                and evidence.beats(CENTRAL_NAME if central else NAMED)):
             return GateDecision("episode", f"names memory holds: {names}, {seen}", "medium")
         if own is not None and evidence.beats(OWN_QUESTION):
             # Only this user's memory answers a question about their own life ("what's

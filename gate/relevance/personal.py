@@ -137,7 +137,8 @@ FIRST_SINGULAR = word_set("i me my mine myself")
 ASKING_FOR = word_set(
     "recommend recommendations suggest suggestions tips ideas advice recommendation suggestion"
 )
-# "What's a good way to ...", "What is the best way to ...": advice anyone could ask.
+# "What's a good way to ...", "What is the best way to ...": advice anyone could ask; so
+# is any superlative way ("the easiest way to ...").
 ADVICE_WAYS = (("good", "way"), ("best", "way"), ("how", "to"))
 DEMONSTRATIVES = word_set("that those")
 RELATIVES = word_set("where who which when that")
@@ -368,6 +369,8 @@ def _is_task(words: Sequence[str], opening: Sequence[str], *, cast: bool | None 
         return True
     if len(opening) >= 2 and (opening[0], opening[1]) in TASK_PAIRS:
         return True
+    if _asks_for_work(words):
+        return True
     if opening and opening[0] in TELLING and not PIECES.isdisjoint(
             words[: words.index(opening[0]) + 1 + PIECE_REACH]):
         return True
@@ -382,6 +385,16 @@ def _is_task(words: Sequence[str], opening: Sequence[str], *, cast: bool | None 
               and words[i + 2] in HELP_TASKS):
             return True
     return False
+
+
+def _asks_for_work(words: Sequence[str]) -> bool:
+    """'Can you explain ...', 'could you please write ...': a piece of work asked of the
+    model, in whichever sentence it comes."""
+    opening = [w for w in words if w.isalpha()][:4]
+    if len(opening) < 3 or opening[0] not in REQUESTING or opening[1] != "you":
+        return False
+    verb = opening[3] if opening[2] == "please" and len(opening) > 3 else opening[2]
+    return verb in TASK_OPENERS
 
 
 def _howto(opening: Sequence[str], told: bool = False) -> bool:
@@ -532,7 +545,10 @@ def _advice(words: Sequence[str], opening: Sequence[str], told: bool = False) ->
     run before") shapes the advice, it does not point at memory."""
     if _howto(opening, told):
         return True
-    return any((words[i], words[i + 1]) in ADVICE_WAYS for i in range(len(words) - 1))
+    return any((words[i], words[i + 1]) in ADVICE_WAYS
+               or (words[i + 1] == "way" and words[i].endswith("est") and i + 2 < len(words)
+                   and words[i + 2] == "to")
+               for i in range(len(words) - 1))
 
 
 def _situated(words: Sequence[str], opening: Sequence[str]) -> str | None:

@@ -35,6 +35,16 @@ SECTIONS: tuple[Section, ...] = get_args(Section)
 Confidence = Literal["high", "medium", "low"]
 
 
+# An adverb of manner ("etymologically", "colloquially"): how a question is put, never the
+# thing memory knows.
+ADVERB_ENDING = "ally"
+ADVERB_MIN_CHARS = 8
+
+
+def _names_nothing(word: str) -> bool:
+    return word.isdigit() or (len(word) >= ADVERB_MIN_CHARS and word.endswith(ADVERB_ENDING))
+
+
 @dataclass(frozen=True)
 class Evidence:
     """What retrieval says about a message, against this agent's memory only.
@@ -67,13 +77,13 @@ class Evidence:
 
     def words_held(self, below: float, share: float, least: int) -> list[str]:
         """The message's words memory holds at all that are less common than `below` in
-        the language, numbers aside; a word whose commonness cannot be told (a pair of
+        the language, numbers and adverbs aside; a word whose commonness cannot be told (a pair of
         characters that is no word) only where memory holds it rarely (see
         rare_words_held)."""
         limit = max(least, share * self.items)
         return [
             word for word, count in self.words.items()
-            if count > 0 and not word.isdigit() and (
+            if count > 0 and not _names_nothing(word) and (
                 ((commonness := self.commonness.get(word)) is not None and commonness < below)
                 or (commonness is None and count <= limit)
             )
@@ -84,8 +94,8 @@ class Evidence:
     ) -> list[str]:
         """The message's words memory holds in only a few items (at most `share` of them,
         or `least`) that are also less common than `below` in the language: a named
-        thing, a distinctive phrase, rather than a topic or an everyday word. A number is
-        no name; a word whose commonness cannot be told counts as `unknown` says."""
+        thing, a distinctive phrase, rather than a topic or an everyday word. A number or
+        an adverb is no name; a word whose commonness cannot be told counts as `unknown` says."""
         limit = max(least, share * self.items)
 
         def uncommon(word: str) -> bool:
@@ -94,7 +104,7 @@ class Evidence:
 
         return [
             word for word, count in self.words.items()
-            if 0 < count <= limit and not word.isdigit() and uncommon(word)
+            if 0 < count <= limit and not _names_nothing(word) and uncommon(word)
         ]
 
     def held_in_each(
@@ -109,7 +119,7 @@ class Evidence:
         for group in groups:
             found = next((
                 word for word in group
-                if 0 < self.words.get(word, 0) <= limit and not word.isdigit()
+                if 0 < self.words.get(word, 0) <= limit and not _names_nothing(word)
                 and ((c := self.commonness.get(word)) is None or c < below)
             ), None)
             if found is None:

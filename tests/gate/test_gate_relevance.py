@@ -617,6 +617,28 @@ async def test_a_question_of_the_users_own_needs_less_to_stand_out(message: str)
     assert anyone.section == "none", anyone.reason
 
 
+async def test_a_how_to_naming_a_thing_memory_holds_is_no_question_about_it() -> None:
+    kotlin = Probe(0.37, names=("Kotlin",))
+    how_to = "What's the quickest way to pick up Kotlin if I already know Java?"
+    assert (await decide(how_to, kotlin)).section == "none"
+    assert (await decide("What did the Kotlin meetup cover?", kotlin)).section == "episode"
+
+
+async def test_work_asked_of_the_model_in_a_later_sentence_is_a_task() -> None:
+    message = ("My son asked me why the sky is blue and I froze. Could you explain it so a "
+               "child gets it?")
+    assert shared_scanner().scan(message).personal.task
+    # What the user tells is the background of an explanation anyone could ask for.
+    assert (await decide(message, Probe(0.45))).section == "none"
+
+
+def test_an_adverb_is_no_thing_memory_knows() -> None:
+    evidence = Evidence(0.1, REFERENCE, words={"etymologically": 1, "kibble": 1}, items=4000,
+                        commonness={"etymologically": 1.2, "kibble": 2.1})
+    assert evidence.rare_words_held(0.01, 8, 3.0) == ["kibble"]
+    assert evidence.words_held(5.0, 0.01, 8) == ["kibble"]
+
+
 def test_a_pronoun_after_that_is_no_thing_pointed_at() -> None:
     assert shared_scanner().scan("Is that something I should worry about?").personal \
         .points_back is None
