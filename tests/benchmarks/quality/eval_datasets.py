@@ -290,11 +290,20 @@ def multilingual_plan(today: date) -> Plan:
     return Plan("multilingual", histories, probes + generic, order)
 
 
-def generic_probes() -> list[Probe]:
-    """Requests anyone could send, by kind and split (the agent is set per plan)."""
-    probes = [Probe("", f"{GENERIC}: vicuna [dev]", p) for p in vicuna_prompts()]
+def generic_probes(paths: Sequence[Path] = ()) -> list[Probe]:
+    """Requests anyone could send, by kind and split (the agent is set per plan): the
+    Vicuna questions and our own, or, given `paths`, the prompts of those files alone
+    (JSON Lines of id, kind and prompt: an instruction set of one's own, kept outside the
+    repository)."""
+    if paths:
+        items = [json.loads(line) for path in paths
+                 for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+        probes = []
+    else:
+        items = _read_jsonl("generic_prompts")
+        probes = [Probe("", f"{GENERIC}: vicuna [dev]", p) for p in vicuna_prompts()]
     probes += [Probe("", f"{GENERIC}: {item['kind']} [{split_of(item['id'])}]",
-                     item["prompt"]) for item in _read_jsonl("generic_prompts")]
+                     item["prompt"]) for item in items]
     return probes
 
 

@@ -480,12 +480,12 @@ def parse_setting(text: str) -> tuple[str, str]:
 
 
 def plans(datasets: Sequence[str], limit: int | None, console: Console,
-          split: str | None = None) -> list[Plan]:
+          split: str | None = None, prompts: Sequence[Path] = ()) -> list[Plan]:
     """What to ingest and ask per store; data files that are absent are skipped, saying so.
     The generic prompts are asked of the first agent of LongMemEval's and LoCoMo's stores
     (an agent with a big memory)."""
-    generic = generic_probes() if "generic" in datasets else []
-    if "generic" in datasets and not VICUNA_PATH.is_file():
+    generic = generic_probes(prompts) if "generic" in datasets else []
+    if "generic" in datasets and not prompts and not VICUNA_PATH.is_file():
         console.print(f"generic prompts not found at {VICUNA_PATH}; skipping Vicuna's.")
     today = datetime.now(UTC).date()
     out = []
@@ -531,6 +531,9 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
                              "the evaluated ones (isolation of their rankings)")
     parser.add_argument("--out", default="docs/results/eval.md",
                         help="the Markdown report ('' for none)")
+    parser.add_argument("--prompts", nargs="+", type=Path, default=[], metavar="FILE",
+                        help="generic: ask these prompts instead of ours (JSON Lines of "
+                             "id, kind, prompt), split by id as ours are")
     parser.add_argument("--dump", default="",
                         help="also write every question's block and verdicts (JSON Lines)")
     add_store_backend_argument(parser)
@@ -541,7 +544,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
         console = Console(width=160)
     load_before, started = load_average(), time.perf_counter()
 
-    todo = plans(options.datasets, options.limit, console, options.split)
+    todo = plans(options.datasets, options.limit, console, options.split, options.prompts)
     if not todo:
         console.print("nothing to evaluate.")
         return {}
