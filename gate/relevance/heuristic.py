@@ -85,9 +85,24 @@ RARE_ITEMS = 8
 # word; in any question, a word few texts use (a name of its own, "kibble").
 OWN_WORD_ZIPF = 5.0
 NAME_ZIPF = 3.0
+# A question this short ("project marigold deadline?") is a lookup of the thing it names.
+LOOKUP_WORDS = 5
 # In unspaced scripts a word's commonness cannot be told (its search terms are pairs of
 # characters): there, memory holding a question's words rarely is evidence enough.
 UNSPACED_NAMES = True
+
+
+def _speaks_of_memory(cues: Cues, evidence: Evidence) -> bool:
+    """Whether a question speaks of the user or names what memory knows (a person, a
+    known entity): a question that does neither is about the world, and a rare word it
+    shares with memory ("the most impactful projects of a footballer's charity") is a
+    topic both happen to touch."""
+    return cues.first_person or bool(evidence.names) or cues.entity is not None
+
+
+def _capitalised_in(words: list[str], message: str) -> bool:
+    """Whether one of `words` (held by memory, lower-cased) is written as a name."""
+    return any(word[:1].upper() + word[1:] in message for word in words)
 
 
 def _document_answers(evidence: Evidence) -> bool:
@@ -193,11 +208,13 @@ class HeuristicGate:
                     "medium")
         if personal.alternatives and not (personal.task or personal.advice):
             # Things set against each other ("which came first, the standing desk or the
-            # dishwasher leak?") that memory holds each of: a question about its events.
+            # dishwasher leak?") that memory holds each of: a question about its events,
+            # or about its people's choices; not a comparison anyone could ask for.
             evidence = evidence or await self._probe(context.probe, cues.names)
             held = [] if evidence is None else evidence.held_in_each(
                 personal.alternatives, OWN_WORD_ZIPF, RARE_SHARE, RARE_ITEMS)
-            if held:
+            if evidence is not None and held and (
+                    personal.in_time or _speaks_of_memory(cues, evidence)):
                 return GateDecision(
                     "episode", f"compares what memory holds: {' / '.join(held)}", "medium")
         if cues.is_question and not (personal.task or personal.advice):
@@ -207,7 +224,9 @@ class HeuristicGate:
             evidence = evidence or await self._probe(context.probe, cues.names)
             held = [] if evidence is None else evidence.rare_words_held(
                 RARE_SHARE, RARE_ITEMS, NAME_ZIPF, unknown=False)
-            if held:
+            if evidence is not None and held and (
+                    _speaks_of_memory(cues, evidence) or cues.words <= LOOKUP_WORDS
+                    or _capitalised_in(held, message)):
                 return GateDecision(
                     "episode", f"names what only memory knows: {', '.join(held[:4])}",
                     "medium")

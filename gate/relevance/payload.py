@@ -15,8 +15,9 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from itertools import pairwise
 
-from mnemoproxy.gate.relevance.cues import word_set
+from mnemoproxy.gate.relevance.cues import FIRST_PERSON, word_set
 
 # Quotation marks of the common scripts, opening -> closing.
 _QUOTES = {'"': '"', "“": "”", "„": "“", "«": "»", "「": "」", "『": "』", "‘": "’", "‹": "›"}
@@ -44,6 +45,13 @@ _WORD = re.compile(r"[\w'’;-]+")
 # Words by which an instruction in a paragraph of its own points at material in another.
 POINTERS = word_set(
     "this these following below above here here's heres here’s tl;dr tldr attached pasted")
+# An instruction that speaks of no one's own things points at material in another
+# paragraph by naming it: "the given product", "the provided topic", "the article".
+GIVEN = word_set("given provided")
+MATERIAL = word_set(
+    """text sentence sentences paragraph passage abstract email e-mail message review tweet
+    article story poem code snippet essay letter document response reply chat conversation
+    dialogue dialog transcript post excerpt input statement quote lyrics""")
 _PARAGRAPH_BREAK = re.compile(r"\n[ \t]*\n")
 # A same-line colon hands material over when the material is at least this long.
 MIN_INLINE_PAYLOAD_CHARS = 30
@@ -135,8 +143,8 @@ def _by_paragraphs(text: str) -> Request | None:
     quoted = [_is_quotation(p) for p in paragraphs]
     for at in (0, len(paragraphs) - 1):
         candidate = paragraphs[at]
-        if len(candidate) <= MAX_CLOSING_CHARS and not quoted[at] and POINTERS.intersection(
-            w.lower() for w in _WORD.findall(candidate)
+        if len(candidate) <= MAX_CLOSING_CHARS and not quoted[at] and _points_at_material(
+            [w.lower() for w in _WORD.findall(candidate)]
         ):
             rest = [p for n, p in enumerate(paragraphs) if n != at]
             return Request(candidate, "\n\n".join(rest))
@@ -145,6 +153,15 @@ def _by_paragraphs(text: str) -> Request | None:
         material = [p for p, q in zip(paragraphs, quoted, strict=True) if q]
         return Request("\n\n".join(own), "\n\n".join(material))
     return None
+
+
+def _points_at_material(words: list[str]) -> bool:
+    if POINTERS.intersection(words):
+        return True
+    if FIRST_PERSON.intersection(words):  # "the article I wrote": the user's own things
+        return False
+    return bool(GIVEN.intersection(words)) or any(
+        word == "the" and following in MATERIAL for word, following in pairwise(words))
 
 
 def _is_quotation(paragraph: str) -> bool:

@@ -149,6 +149,8 @@ NOT_A_THING = RELATIVES | SECOND_PERSON | word_set(
     could would will should shall must may might to of so if as not n't something anything
     everything nothing someone anyone everyone somebody anybody everybody nobody one""")
 POINTING_REACH = 4  # words from the thing to the user who tells of it
+ORDER_WORDS = word_set("first last earlier later before after between recently sooner "
+                       "latest earliest")
 # What closes one of the alternatives a question sets against each other.
 BREAKS = frozenset([",", ":", ";", "-", "–", "—", "?", "!", ".", "(", ")"])
 
@@ -180,6 +182,9 @@ class Personal:
     # The things a question sets against each other ("..., the standing desk or the
     # dishwasher leak?", "between the christening and the marathon"), each as its words.
     alternatives: tuple[tuple[str, ...], ...] = ()
+    # The question asks in time ("which came first", "before or after"): alternatives
+    # are events lived, where "which is heavier" compares things anyone knows.
+    in_time: bool = False
 
 
 def read_sentence(words: Sequence[str], signals: Personal, first_sentence: bool) -> None:
@@ -206,6 +211,8 @@ def read_sentence(words: Sequence[str], signals: Personal, first_sentence: bool)
     asks = _asks(words, opening)
     if asks and not signals.alternatives:
         signals.alternatives = _alternatives(words)
+    # "What came last: the tires or the roof?" asks in time across its colon.
+    signals.in_time = signals.in_time or (asks and not ORDER_WORDS.isdisjoint(words))
     if asks and signals.asks_about_user is None:
         part = _asking_part(words)
         # A clause asked after a statement follows something told, as a later sentence does.

@@ -17,6 +17,7 @@ import threading
 from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from itertools import pairwise
 from typing import Any
 
 from mnemoproxy.gate.relevance.cues import (
@@ -66,6 +67,9 @@ QUOTED = re.compile(
     r"|'(\S[^'\n]{1,58}\S)')(?!\w)")
 MAX_NAMES = 8
 MIN_NAME_CHARS = 3
+# Words that follow a name but never the pronoun "I" directly: "World War I and ...".
+AFTER_A_NAME = frozenset({"and", "or", "of", "in", "on", "at", "to", "from", "with", "for",
+                          "by", "as", "vs"})
 
 
 def scan_window(text: str) -> str:
@@ -97,6 +101,7 @@ class Cues:
     # The request brings its own particulars: a number, or more than a short question's
     # worth of sentences or words.
     particulars: bool = False
+    words: int = 0  # in the instruction's sentences that were read
 
 
 class CueScanner:
@@ -153,6 +158,7 @@ class CueScanner:
                 cues.entity = _first_match(entity_matcher, doc)
         cues.is_question = cues.is_question or opening in INTERROGATIVES or closing in WH_LAST
         cues.is_request = opening in REQUEST_VERBS or "please" in words
+        cues.words = word_count
         cues.particulars = (len(sentences) >= PARTICULAR_SENTENCES
                             or word_count > PARTICULAR_WORDS or DIGIT.search(text) is not None)
         cues.first_person = not words.isdisjoint(FIRST_PERSON)
@@ -246,14 +252,15 @@ def _question_word_spelled_out(words: list[str]) -> list[str]:
 
 def _numerals_read(tokens: Sequence[Any]) -> list[str]:
     """The tokens lower-cased, a Roman one closing a name read as the number ("World War
-    I?", "Elizabeth I."): the pronoun "I" does not end a clause after a capitalised word
-    inside the sentence."""
+    I?", "Elizabeth I.", "World War I and its causes"): after a capitalised word inside
+    the sentence, the pronoun "I" neither ends a clause nor comes before a conjunction or
+    a preposition, which need a verb between them and a subject."""
     words = [token.lower_ for token in tokens]
     for at in range(2, len(tokens)):
         if tokens[at].text != "I" or not tokens[at - 1].is_title:
             continue
         following = tokens[at + 1] if at + 1 < len(tokens) else None
-        if following is None or following.is_punct:
+        if following is None or following.is_punct or following.lower_ in AFTER_A_NAME:
             words[at] = "1"
     return words
 
@@ -263,8 +270,12 @@ def _names(tokens: Sequence[Any]) -> list[str]:
     Moncayo", "Caroline's"), without a possessive ending."""
     names: list[str] = []
     run: list[str] = []
-    for token in tokens[1:]:
-        if token.is_title and token.is_alpha and len(token.text) >= MIN_NAME_CHARS:
+    for before, token in pairwise(tokens):
+        # A capitalised everyday word after a mark opens a line or a clause ("+ How are
+        # you?", "- What kind?"): it names nothing.
+        opens = before.is_punct and token.is_stop
+        if (token.is_title and token.is_alpha and len(token.text) >= MIN_NAME_CHARS
+                and not opens):
             run.append(token.text)
             continue
         if run:

@@ -115,11 +115,14 @@ class Evidence:
         language (unknown commonness: the count alone decides); [] unless every group
         has one."""
         limit = max(least, share * self.items)
-        held = []
+        held: list[str] = []
         for group in groups:
+            # Things set against each other are different things: "100 pounds of rocks or
+            # 100 pounds of feathers" compares one held word with itself.
             found = next((
                 word for word in group
-                if 0 < self.words.get(word, 0) <= limit and not _names_nothing(word)
+                if word not in held
+                and 0 < self.words.get(word, 0) <= limit and not _names_nothing(word)
                 and ((c := self.commonness.get(word)) is None or c < below)
             ), None)
             if found is None:

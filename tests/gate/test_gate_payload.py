@@ -30,6 +30,12 @@ from mnemoproxy.gate.relevance.payload import split_request
          "How do I tell my neighbour  …  in Dutch?", "on Sunday"),
         ('Translate "we missed the last train home" into German',
          "Translate  …  into German", "last train"),
+        # An instruction naming its material ("the given", "the email") in a paragraph of
+        # its own, as instruction sets put an input below its instruction.
+        ("Suggest a title for the given recipe.\n\nLast Sunday my gran baked scones.",
+         "Suggest a title for the given recipe.", "my gran"),
+        ("Shorten the email without losing its tone.\n\nHi Ana, we moved yesterday.",
+         "Shorten the email without losing its tone.", "we moved"),
     ],
 )
 def test_material_is_set_apart(message: str, instruction: str, in_payload: str) -> None:
@@ -54,6 +60,8 @@ def test_material_is_set_apart(message: str, instruction: str, in_payload: str) 
         "Which came first: 'I joined the climbing gym', or 'I moved to Leeds'?",
         # A title in double quotes: its words capitalised.
         'Did I ever finish "The Brothers Karamazov and Other Stories"?',
+        # Material named by the user's own words is theirs to ask about.
+        "Remember the email I sent my landlord?\n\nWhat did he answer?",
     ],
 )
 def test_the_users_own_words_stay_theirs(message: str) -> None:

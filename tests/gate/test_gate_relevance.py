@@ -317,6 +317,20 @@ def test_a_bare_question_word_before_do_i_asks_how_to_go_on(question: str, how_t
     assert (personal.asks_about_user is None) is how_to
 
 
+def test_everyday_words_opening_a_line_name_nothing() -> None:
+    assert shared_scanner().scan("quick one - Where did Priya park?").names == ["Priya"]
+
+
+def test_things_set_against_each_other_are_different_things() -> None:
+    evidence = Evidence(0.1, REFERENCE, words={"kilos": 2}, items=1000,
+                        commonness={"kilos": 3.5})
+    assert evidence.held_in_each([("kilos", "sand"), ("kilos", "cotton")], 5.0, 0.01, 8) == []
+    evidence = Evidence(0.1, REFERENCE, words={"kilos": 2, "cotton": 1}, items=1000,
+                        commonness={"kilos": 3.5, "cotton": 3.5})
+    assert evidence.held_in_each(
+        [("kilos", "sand"), ("kilos", "cotton")], 5.0, 0.01, 8) == ["kilos", "cotton"]
+
+
 def test_quoted_names_open_and_close_with_the_same_mark() -> None:
     # The apostrophes of "What's" and "j'ai" open no quote: no " and " to find everywhere.
     message = ("What's the difference between \"je suis pleine\" and \"j'ai assez mangé\"? "
@@ -327,6 +341,9 @@ def test_quoted_names_open_and_close_with_the_same_mark() -> None:
 
 def test_a_roman_one_closing_a_name_is_no_pronoun() -> None:
     assert shared_scanner().scan("Who succeeded Charles I?").personal.asks_about_user is None
+    scanned = shared_scanner().scan("Why did Henry I and his barons quarrel?").personal
+    assert scanned.own_past is None and scanned.asks_about_user is None
+    assert shared_scanner().scan("On Monday I drove Jo where?").personal.asks_about_user
     assert shared_scanner().scan("Who did Jo and I meet in Rome?").personal.own_past
 
 
@@ -583,6 +600,35 @@ async def test_a_question_naming_what_only_memory_knows_fires_without_a_person()
     generic = Probe(0.1, words={"effective": 1, "stress": 2}, items=4000,
                     commonness={"effective": 4.9, "stress": 4.7})
     assert (await decide("What are effective ways to beat stress?", generic)).section == "none"
+
+
+async def test_a_rare_word_in_a_question_about_the_world_is_a_topic() -> None:
+    # No person in it, no name memory holds, more than a lookup's words: a word memory
+    # holds rarely is a topic the question and memory happen to share.
+    question = "Which recent breakthroughs have made photovoltaics more affordable worldwide?"
+    held = Probe(0.1, words={"photovoltaics": 2}, items=4000, commonness={"photovoltaics": 1.9})
+    assert (await decide(question, held)).section == "none"
+    # Written as a name, or asked of a person memory knows, it is memory's own.
+    named = "Which breakthroughs has Photovoltaics Weekly reported on lately?"
+    held_named = Probe(0.1, words={"photovoltaics": 2, "weekly": 40}, items=4000,
+                       commonness={"photovoltaics": 1.9, "weekly": 4.4})
+    assert (await decide(named, held_named)).section == "episode"
+    person = "Which photovoltaics breakthroughs did Odile explain at the meetup?"
+    held_person = Probe(0.1, names=("Odile",), words={"photovoltaics": 2}, items=4000,
+                        commonness={"photovoltaics": 1.9})
+    assert (await decide(person, held_person)).section == "episode"
+
+
+async def test_a_comparison_anyone_could_ask_is_no_question_about_memory_s_events() -> None:
+    question = "Which burns hotter, a birch log or an oak log?"
+    held = Probe(0.1, words={"birch": 1, "oak": 2}, commonness={"birch": 3.3, "oak": 3.9})
+    assert "compares" not in (await decide(question, held)).reason
+    # Set against each other in time, or as a person's choice, they are memory's.
+    for asked in ("Which came first, the birch planting or the oak felling?",
+                  "Did Odile plant a birch or an oak?"):
+        probe = Probe(0.1, names=("Odile",), words={"birch": 1, "oak": 2},
+                      commonness={"birch": 3.3, "oak": 3.9})
+        assert "compares" in (await decide(asked, probe)).reason, asked
 
 
 async def test_a_fragment_pointing_at_what_the_user_spoke_of_fires_when_memory_holds_it() -> None:
