@@ -52,6 +52,10 @@ MATERIAL = word_set(
     """text sentence sentences paragraph passage abstract email e-mail message review tweet
     article story poem code snippet essay letter document response reply chat conversation
     dialogue dialog transcript post excerpt input statement quote lyrics""")
+# Words that name the quotation after them as language to work on ("the sentence "I am
+# here""); a quoted word or phrase is more often a name asked about.
+NAMED_MATERIAL = word_set(
+    "sentence sentences text paragraph passage line lines clause statement headline caption")
 _PARAGRAPH_BREAK = re.compile(r"\n[ \t]*\n")
 # A same-line colon hands material over when the material is at least this long.
 MIN_INLINE_PAYLOAD_CHARS = 30
@@ -164,6 +168,19 @@ def _points_at_material(words: list[str]) -> bool:
         word == "the" and following in MATERIAL for word, following in pairwise(words))
 
 
+_LAST_WORD = re.compile(r"([\w'’-]+)\W{0,3}$")
+# How far before a quotation the word that names it is looked for.
+NAMING_REACH = 30
+
+
+def _named_material(line: str, opening: int) -> bool:
+    """Whether the quotation opening at `opening` is named as material by the word before
+    it ("the sentence "I am here"", "the word 'hygge'"): however short, a sentence to work
+    on, not the user's own words."""
+    before = _LAST_WORD.search(line[max(0, opening - NAMING_REACH) : opening])
+    return before is not None and before.group(1).lower() in NAMED_MATERIAL
+
+
 def _is_quotation(paragraph: str) -> bool:
     closing = _QUOTES.get(paragraph[:1])
     return closing is not None and paragraph.endswith(closing) and len(paragraph) > 2
@@ -219,7 +236,8 @@ def _without_single_quotes(line: str) -> tuple[str, list[str]]:
         if next_closing == len(closings):
             break
         end = closings[next_closing]
-        if end - position - 1 < MIN_QUOTED_CHARS or line[end - 1] not in SENTENCE_ENDS:
+        if not _named_material(line, position) and (
+                end - position - 1 < MIN_QUOTED_CHARS or line[end - 1] not in SENTENCE_ENDS):
             continue
         said.append(line[kept_from:position])
         said.append(" … ")
@@ -294,8 +312,8 @@ def _without_quotes(line: str) -> tuple[str, list[str]]:
         if end != -1 and end <= position:
             end = line.find(closing, position + 1)
             next_close[closing] = end
-        if (end == -1 or end - position - 1 < MIN_QUOTED_CHARS
-                or _is_title(line[position + 1 : end])):
+        if end == -1 or _is_title(line[position + 1 : end]) or (
+                end - position - 1 < MIN_QUOTED_CHARS and not _named_material(line, position)):
             continue
         said.append(line[kept_from:position])
         said.append(" … ")

@@ -36,6 +36,9 @@ from mnemoproxy.gate.relevance.payload import split_request
          "Suggest a title for the given recipe.", "my gran"),
         ("Shorten the email without losing its tone.\n\nHi Ana, we moved yesterday.",
          "Shorten the email without losing its tone.", "we moved"),
+        # A sentence named as such is material, however short.
+        ("Is the sentence 'We sold our car' passive?", "Is the sentence  …  passive?",
+         "We sold our car"),
     ],
 )
 def test_material_is_set_apart(message: str, instruction: str, in_payload: str) -> None:
@@ -60,6 +63,7 @@ def test_material_is_set_apart(message: str, instruction: str, in_payload: str) 
         "Which came first: 'I joined the climbing gym', or 'I moved to Leeds'?",
         # A title in double quotes: its words capitalised.
         'Did I ever finish "The Brothers Karamazov and Other Stories"?',
+        'What does the word "saudade" mean, and did my aunt use it?',
         # Material named by the user's own words is theirs to ask about.
         "Remember the email I sent my landlord?\n\nWhat did he answer?",
     ],
