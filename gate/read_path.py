@@ -288,8 +288,10 @@ def answers(procedure: Procedure, wanted: set[str]) -> bool:
 
 
 def nearest_message(results: Sequence[SearchResult]) -> float:
-    """The message's best vector similarity to a message of memory (to any item where no
-    message was found): measured as the yardstick is (Memory.reference_similarities)."""
+    """The message's best vector similarity to a message of memory among the retrieved
+    items (to any item where no message was found). The yardstick
+    (Memory.reference_similarities) takes the nearest message over all of memory; the
+    retrieved items hold it nearly always, and one search serves gate and planner."""
     said = [r for r in results if r.kind == "transcript"] or list(results)
     return max((r.components.get("vector", 0.0) for r in said), default=0.0)
 
