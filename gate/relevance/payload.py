@@ -168,17 +168,16 @@ def _points_at_material(words: list[str]) -> bool:
         word == "the" and following in MATERIAL for word, following in pairwise(words))
 
 
-_LAST_WORD = re.compile(r"([\w'’-]+)\W{0,3}$")
 # How far before a quotation the word that names it is looked for.
 NAMING_REACH = 30
 
 
 def _named_material(line: str, opening: int) -> bool:
     """Whether the quotation opening at `opening` is named as material by the word before
-    it ("the sentence "I am here"", "the word 'hygge'"): however short, a sentence to work
-    on, not the user's own words."""
-    before = _LAST_WORD.search(line[max(0, opening - NAMING_REACH) : opening])
-    return before is not None and before.group(1).lower() in NAMED_MATERIAL
+    it ("the sentence "I am here"", "the line 'we lost'"): however short, a sentence to
+    work on, not the user's own words."""
+    words = _WORD.findall(line[max(0, opening - NAMING_REACH) : opening])
+    return bool(words) and words[-1].lower() in NAMED_MATERIAL
 
 
 def _is_quotation(paragraph: str) -> bool:

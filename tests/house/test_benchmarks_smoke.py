@@ -113,10 +113,8 @@ def test_memory_eval_finds_evidence_by_any_sixty_character_excerpt() -> None:
     assert Evidence("thanks! sure.").found("user: thanks! sure. bye")
 
 
-def test_public_instruction_sets_become_generic_prompts_split_by_id(tmp_path: Path) -> None:
-    from tests.benchmarks.quality import public_prompts
-    from tests.benchmarks.quality.eval_datasets import generic_probes
 
+def test_public_instruction_sets_become_generic_prompts(tmp_path: Path) -> None:
     tasks = tmp_path / "tasks.jsonl"
     tasks.write_text(json.dumps({"id": "t1", "instruction": "Fix the grammar.", "instances": [
         {"input": "me and him goes home", "output": "He and I go home."}]}) + "\n")
@@ -126,15 +124,14 @@ def test_public_instruction_sets_become_generic_prompts_split_by_id(tmp_path: Pa
     alpaca.write_text(json.dumps([{"instruction": f"Name a colour ({n}).", "input": ""}
                                   for n in range(5)]))
     out = tmp_path / "prompts.jsonl"
-    assert public_prompts.main([
-        "--self-instruct-user", str(tasks), "--wizardlm", str(wizard), "--alpaca", str(alpaca),
-        "--alpaca-sample", "2", "--out", str(out)]) == 0
+    subprocess.run(
+        [sys.executable, "-m", "tests.benchmarks.quality.public_prompts",
+         "--self-instruct-user", str(tasks), "--wizardlm", str(wizard), "--alpaca", str(alpaca),
+         "--alpaca-sample", "2", "--out", str(out)],
+        check=True, capture_output=True, timeout=120)
 
     items = [json.loads(line) for line in out.read_text().splitlines()]
     assert items[0] == {"id": "pub-t1", "kind": "self_instruct_user",
                         "prompt": "Fix the grammar.\n\nme and him goes home"}
-    assert items[1]["prompt"] == "Explain tides." and len(items) == 4
-    probes = generic_probes([out])
-    assert len(probes) == 4 and all(p.generic for p in probes)  # ours and Vicuna's left out
-    assert {p.group.split(" [")[0] for p in probes} == {
-        "generic: self_instruct_user", "generic: wizardlm", "generic: alpaca"}
+    assert items[1] == {"id": "pub-wizardlm-7", "kind": "wizardlm", "prompt": "Explain tides."}
+    assert [item["kind"] for item in items[2:]] == ["alpaca", "alpaca"]
