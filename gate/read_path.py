@@ -16,6 +16,7 @@ from mnemoproxy.gate.messages import continues_after_tools, latest_user_index, m
 from mnemoproxy.gate.planner import MemoryBlock, Planner, Procedure
 from mnemoproxy.gate.relevance import REFERENCE_PROMPTS, HeuristicGate, make_gate
 from mnemoproxy.gate.relevance.asking import only_asks
+from mnemoproxy.gate.relevance.languages import content_of
 from mnemoproxy.gate.relevance.payload import split_request
 from mnemoproxy.gate.relevance.types import Evidence, Gate, GateContext, GateDecision
 from mnemoproxy.gate.tokens.counter import count_tokens
@@ -218,7 +219,8 @@ class ReadPath:
             # The message's own words (not the material it hands over): which of them
             # memory holds, and how rare each is there.
             own_words = split_request(text).instruction
-            counts, items = await self.memory.word_counts(agent_id, own_words)
+            counts, items = await self.memory.word_counts(
+                agent_id, content_of(own_words, detect_language(own_words)))
             language = latin_language(own_words)
             return Evidence(
                 words=counts,

@@ -96,10 +96,11 @@ LEXICONS: dict[str, Lexicon] = {
     ),
     "ja": Lexicon(
         frozenset({"私", "わたし", "僕", "ぼく", "俺", "自分", "うち"}),
+        # "教えて" ("tell me") asks, as Korean "알려" does: what it asks about decides.
         frozenset({"何", "なに", "なん", "誰", "だれ", "どこ", "いつ", "どう", "どれ",
-                   "どの", "いくら", "ですか", "ますか", "っけ", "か？"}),
+                   "どの", "いくら", "ですか", "ますか", "っけ", "か？", "教えて"}),
         frozenset({"翻訳", "書いて", "説明して", "まとめて", "要約", "訳して", "演じて",
-                   "ふりをして", "教えて", "解説"}),
+                   "ふりをして", "解説"}),
         frozenset({"覚えて", "言った", "話した", "伝えた", "教えた"}),
         reading="markers",
     ),
@@ -113,6 +114,35 @@ LEXICONS: dict[str, Lexicon] = {
         reading="prefixes",
     ),
 }
+
+# How a request is put in the unspaced scripts, beside the lexicon's markers ("...を教えて
+# ください", "请...一下"): said around what is asked, never what it is about.
+ASKING_FORMS: dict[str, tuple[str, ...]] = {
+    "ja": ("ください", "下さい", "もらえますか", "もらえる", "くれますか", "くれる", "ほしい",
+           "でしたか", "でした", "ですか", "だっけ"),
+    "zh": ("请", "一下", "吗", "呢"),
+}
+
+
+def content_of(text: str, language: str | None) -> str:
+    """`text` without the words of how it is asked, in a script without spaces (its
+    lexicon's markers and ASKING_FORMS, and in Japanese its hiragana): memory's words
+    there are pairs of characters, and a pair drawn from "教えてください" or "について"
+    names nothing the user spoke of. Other texts are returned as they are."""
+    lexicon = LEXICONS.get(language or "")
+    if lexicon is None or lexicon.reading != "markers":
+        return text
+    forms = (lexicon.first_person | lexicon.questions | lexicon.tasks | lexicon.recall
+             | frozenset(ASKING_FORMS.get(language or "", ())))
+    for form in sorted(forms, key=len, reverse=True):  # longer forms before their parts
+        text = text.replace(form, " ")
+    if language == "ja":  # hiragana carries particles and endings; names are kanji, katakana
+        text = _HIRAGANA.sub(" ", text)
+    return text
+
+
+_HIRAGANA = re.compile("[\u3041-\u309f]+")
+
 
 _WORD = re.compile(r"[^\W\d_]+")
 # A Korean question word opens its word ("뭐였더라", "며칠이었는지"): the starts looked at.

@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from mnemoproxy.gate.relevance import GateContext, HeuristicGate
+from mnemoproxy.gate.relevance.languages import content_of, read_shape
 from mnemoproxy.gate.relevance.types import Evidence
 from mnemoproxy.memory.text.language import detect_language
 
@@ -64,3 +65,22 @@ async def test_pointing_back_at_what_was_said_gets_memory_in_any_language(
 async def test_tasks_in_other_languages_stay_quiet(message: str, language: str) -> None:
     decision = await decide(message, language, similarity=0.9)
     assert decision.section == "none", decision.reason
+
+
+
+def test_tell_me_asks_in_japanese_and_its_own_words_are_what_it_asks_about() -> None:
+    shape = read_shape("私の勤め先を教えてください。", "ja")
+    assert shape is not None and shape.question and shape.first_person and not shape.task
+    # Memory is asked about its kanji and katakana, not about how it is asked.
+    assert content_of("私の勤め先を教えてください。", "ja").split() == ["勤", "先", "。"]
+    assert "请" not in content_of("请告诉我我的狗叫什么名字", "zh")
+    assert content_of("Tell me my dog's name", "en") == "Tell me my dog's name"
+
+
+async def test_tell_me_about_the_users_own_thing_gets_memory_where_memory_holds_it() -> None:
+    async def probe(names):
+        return Evidence(0.1, REFERENCE, words={"ア レ": 2, "レ ル": 2}, items=500)
+
+    decision = await HeuristicGate().decide(
+        "私のアレルギーを教えてください。", GateContext(probe=probe, language="ja"))
+    assert decision.section == "episode", decision.reason
