@@ -12,6 +12,8 @@ import re
 from collections import Counter
 from functools import cache
 
+from mnemoproxy.memory.text.rarity import zipf
+
 LATIN_LANGUAGES = ("en", "de", "es", "fr", "pt", "it", "nl")
 # How many of each language's most frequent words a text's words are compared with.
 TOP_WORDS = 120
@@ -73,5 +75,12 @@ def latin_language(text: str) -> str:
         language: sum(count for word, count in words.items() if word in _frequent(language))
         for language in LATIN_LANGUAGES
     }
+    top = max(scores.values())
+    tied = [language for language in LATIN_LANGUAGES if scores[language] == top]
+    if len(tied) > 1 and top > 0 and "en" not in tied:
+        # Neighbouring languages share their most frequent words ("que", "de", "entre"):
+        # then the text's other words, by how common each is in each language, decide.
+        return max(tied, key=lambda language: sum(
+            count * (zipf(word, language) or 0.0) for word, count in words.items()))
     best = max(scores, key=lambda language: (scores[language], language == "en"))
     return best if scores[best] > scores["en"] else "en"
