@@ -14,7 +14,12 @@ from mnemoproxy.gate.excerpt import terms
 from mnemoproxy.gate.inject import inject
 from mnemoproxy.gate.messages import continues_after_tools, latest_user_index, message_text
 from mnemoproxy.gate.planner import MemoryBlock, Planner, Procedure
-from mnemoproxy.gate.relevance import REFERENCE_PROMPTS, HeuristicGate, make_gate
+from mnemoproxy.gate.relevance import (
+    REFERENCE_LANGUAGES,
+    HeuristicGate,
+    make_gate,
+    reference_prompts,
+)
 from mnemoproxy.gate.relevance.asking import only_asks
 from mnemoproxy.gate.relevance.languages import content_of
 from mnemoproxy.gate.relevance.payload import split_request
@@ -167,7 +172,8 @@ class ReadPath:
             read_deadline=settings.memory_read_deadline_seconds,
         )
         await asyncio.to_thread(_warm_up)
-        await memory.reference_vectors(REFERENCE_PROMPTS)
+        for language in REFERENCE_LANGUAGES:
+            await memory.reference_vectors(reference_prompts(language))
         planner = Planner(
             budget_tokens=settings.memory_budget_tokens, suspicious=settings.suspicious_memory
         )
@@ -186,6 +192,9 @@ class ReadPath:
             # the budget again and could change under the model mid-turn.
             return ReadResult(GateDecision("none", "tool results continue a turn already read for"))
 
+        # The message's own words (not the material it hands over), and their language.
+        own_words = split_request(text).instruction
+        language = detect_language(own_words)
         # One hybrid search serves both the gate's probe and the planner.
         found: list[SearchResult] | None = None
 
@@ -216,19 +225,20 @@ class ReadPath:
                 for name in names
             }
             wanted = terms(text)
-            # The message's own words (not the material it hands over): which of them
-            # memory holds, and how rare each is there.
-            own_words = split_request(text).instruction
+            # Which of the message's own words memory holds, and how rare each is there.
             counts, items = await self.memory.word_counts(
-                agent_id, content_of(own_words, detect_language(own_words)))
-            language = latin_language(own_words)
+                agent_id, content_of(own_words, language))
+            latin = latin_language(own_words)
             return Evidence(
                 words=counts,
                 items=items,
-                commonness={word: zipf(word, script_language(word) or language)
+                commonness={word: zipf(word, script_language(word) or latin)
                             for word in counts},
                 similarity=nearest_message(found_items),
-                reference=await self.memory.reference_similarities(agent_id, REFERENCE_PROMPTS),
+                # Asked in the message's language: any message is nearer to a memory in
+                # its own language than a request in another language is.
+                reference=await self.memory.reference_similarities(
+                    agent_id, reference_prompts(language)),
                 names=[name for name, share in shares.items() if share > 0],
                 name_share=max(shares.values(), default=0.0),
                 document=document_share(wanted, found_items[:NAME_SHARE_ITEMS]),
@@ -238,7 +248,7 @@ class ReadPath:
         context = GateContext(
             known_entities=await self.memory.entity_names(agent_id), probe=probe,
             documents=await self.memory.has_documents(agent_id),
-            language=detect_language(split_request(text).instruction),
+            language=language,
         )
         decision = await self.gate.decide(text, context)
         procedures = await self.procedures_for(agent_id, text)

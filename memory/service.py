@@ -100,7 +100,6 @@ def shares_memory(settings: Settings) -> bool:
 
 @dataclass
 class _Measured:
-    texts: tuple[str, ...]
     items: int
     similarities: list[float]
 
@@ -161,7 +160,7 @@ class Memory(Management):
         self._ownership: Ownership | None = None  # workers > 1 (memory/background/ownership.py)
         self._pending_poll: asyncio.Task[None] | None = None  # replicas on PostgreSQL
         self._reference_vectors: dict[tuple[str, ...], np.ndarray] = {}
-        self._measured: OrderedDict[str, _Measured] = OrderedDict()
+        self._measured: OrderedDict[str, dict[tuple[str, ...], _Measured]] = OrderedDict()
         self._with_documents: dict[str, tuple[bool, float]] = {}
         # Forgets' full-text merge, in the background (memory/background/scrub.py).
         self._scrubs = ScrubSchedule(store.scrub)
@@ -429,18 +428,20 @@ class Memory(Management):
         once and again after the memory has grown."""
         require_agent(agent_id)
         items = await self._vectors.size(agent_id)
-        measured = self._measured.get(agent_id)
-        if measured is not None and measured.texts == texts and items <= max(
+        # One spread per set of texts: the gate's reference prompts come in each language.
+        by_texts = self._measured.setdefault(agent_id, {})
+        self._measured.move_to_end(agent_id)
+        measured = by_texts.get(texts)
+        if measured is not None and items <= max(
             measured.items * (1 + REMEASURE_GROWTH), measured.items + REMEASURE_ITEMS
         ):
-            self._measured.move_to_end(agent_id)
             return measured.similarities
         vectors = await self.reference_vectors(texts)
         found = await self._vectors.best_similarities(agent_id, vectors, prefer="transcript")
-        self._measured[agent_id] = _Measured(texts, items, sorted(float(s) for s in found))
+        measured = by_texts[texts] = _Measured(items, sorted(float(s) for s in found))
         if len(self._measured) > REFERENCE_CACHE_AGENTS:
             self._measured.popitem(last=False)
-        return self._measured[agent_id].similarities
+        return measured.similarities
 
     async def word_counts(self, agent_id: str, text: str) -> tuple[dict[str, int], int]:
         """How many of the agent's items hold each of `text`'s search words (counted up to

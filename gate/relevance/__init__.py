@@ -26,7 +26,11 @@ from __future__ import annotations
 from mnemoproxy.errors import SettingError
 from mnemoproxy.gate.relevance.heuristic import AlwaysGate, HeuristicGate, lexical_decision
 from mnemoproxy.gate.relevance.llm import LLMGate
-from mnemoproxy.gate.relevance.reference import REFERENCE_PROMPTS
+from mnemoproxy.gate.relevance.reference import (
+    REFERENCE_LANGUAGES,
+    REFERENCE_PROMPTS,
+    reference_prompts,
+)
 from mnemoproxy.gate.relevance.types import (
     SECTIONS,
     Confidence,
@@ -40,6 +44,7 @@ from mnemoproxy.gate.relevance.types import (
 )
 
 __all__ = [
+    "REFERENCE_LANGUAGES",
     "REFERENCE_PROMPTS",
     "SECTIONS",
     "AlwaysGate",
@@ -55,7 +60,9 @@ __all__ = [
     "Section",
     "lexical_decision",
     "make_gate",
+    "reference_prompts",
 ]
+
 
 def make_gate(mode: str, *, core: CoreModel | None = None, read_deadline: float = 2.0) -> Gate:
     """The gate for the `relevance_gate_mode` setting, within a read of `read_deadline`

@@ -28,6 +28,9 @@ The retrieval evidence (types.Evidence) is the agent's own: the message's neares
 against how near the reference prompts (reference.py) come to the same memory, so a
 generic prompt that shares a common topic stays quiet, and a question about a rare thing
 the user once mentioned goes through.
+
+A message in another language with a lexicon (languages.py) is read by its shape instead
+(`_decide_by_shape`), against the reference prompts in its own language.
 """
 
 from __future__ import annotations
@@ -87,9 +90,6 @@ OWN_WORD_ZIPF = 5.0
 NAME_ZIPF = 3.0
 # A question this short ("project marigold deadline?") is a lookup of the thing it names.
 LOOKUP_WORDS = 5
-# In unspaced scripts a word's commonness cannot be told (its search terms are pairs of
-# characters): there, memory holding a question's words rarely is evidence enough.
-UNSPACED_NAMES = True
 
 
 def _speaks_of_memory(cues: Cues, evidence: Evidence) -> bool:
@@ -291,9 +291,10 @@ class HeuristicGate:
         self, shape: Shape, cues: Cues, context: GateContext
     ) -> GateDecision:
         """A message in a language other than English, read by its lexicon: a task or
-        material handed over needs no memory; pointing back at what was said does; the
-        user's own question fires when memory holds its words; and any question may still
-        name what only memory knows or stand out in it."""
+        material handed over needs no memory; pointing back at what was said does; so
+        does a question that asks what memory holds (`_memory_asked`), unless it asks for
+        advice or an explanation anyone in the user's place would want; and any question
+        that stands out in memory against requests in its own language."""
         language = context.language
         # Pointing back at what was said needs memory, whatever task it comes with.
         if shape.recall and (shape.first_person or shape.question):
@@ -305,20 +306,48 @@ class HeuristicGate:
         evidence = await self._probe(context.probe, cues.names)
         if evidence is None:
             return GateDecision("none", "probe failed")
+        seen = f"nearest {evidence.similarity:.2f}, above {evidence.standing:.0%} of requests"
+        if not shape.general:  # advice or an explanation anyone could want: only standing out
+            decision = self._memory_asked(shape, evidence, language, seen)
+            if decision is not None:
+                return decision
+        if evidence.beats(UNNAMED, UNNAMED_MARGIN):
+            return GateDecision("episode", f"stands out in memory: {seen}", "low")
+        return GateDecision("none", f"nothing stands out in memory ({language}): {seen}")
+
+    @staticmethod
+    def _memory_asked(
+        shape: Shape, evidence: Evidence, language: str, seen: str
+    ) -> GateDecision | None:
+        """A question read by a lexicon that asks for what memory holds: the user's own
+        words, a thing only memory names, a particular of something it holds, or any
+        question of the user's own."""
         if shape.first_person:
             held = evidence.words_held(OWN_WORD_ZIPF, RARE_SHARE, RARE_ITEMS)
             if held:
                 return GateDecision("episode", f"the user's own words memory holds "
                                     f"({language}): {', '.join(held[:4])}", "medium")
+        # A pair of characters whose commonness cannot be told (unspaced scripts) counts
+        # only in the user's own question: elsewhere pairs cut across words ("里的").
         held = evidence.rare_words_held(RARE_SHARE, RARE_ITEMS, NAME_ZIPF,
-                                        unknown=shape.first_person or UNSPACED_NAMES)
+                                        unknown=shape.first_person)
         if held:
             return GateDecision("episode", f"names what only memory knows ({language}): "
                                 f"{', '.join(held[:4])}", "medium")
-        seen = f"nearest {evidence.similarity:.2f}, above {evidence.standing:.0%} of requests"
-        if evidence.beats(UNNAMED, UNNAMED_MARGIN):
-            return GateDecision("episode", f"stands out in memory: {seen}", "low")
-        return GateDecision("none", f"nothing stands out in memory ({language}): {seen}")
+        if shape.particular:
+            # When, where, who, what it is called, of a thing memory holds in a few items
+            # (a word rarer than everyday ones): memory's particulars, not the world's.
+            held = evidence.rare_words_held(RARE_SHARE, RARE_ITEMS, OWN_WORD_ZIPF,
+                                            unknown=False)
+            if held:
+                return GateDecision("episode", f"asks a particular memory holds ({language}): "
+                                    f"{', '.join(held[:4])}", "medium")
+        if shape.first_person:
+            # A question of the user's own is about their life however it is worded; the
+            # block stays small.
+            return GateDecision("episode", f"a question of the user's own ({language}): "
+                                f"{seen}", "low")
+        return None
 
     async def _probe(self, probe: Probe, names: list[str]) -> Evidence | None:
         try:

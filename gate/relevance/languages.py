@@ -13,104 +13,159 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from itertools import pairwise
 
 from mnemoproxy.gate.relevance.cues import word_set
 
 
 @dataclass(frozen=True)
 class Lexicon:
-    first_person: frozenset[str]  # I, me, my, we, our in their forms
+    # I, me, my, we, our in their forms, and the user's own people named without "my"
+    # ("Mama", "папа", "娘"), as these languages name them.
+    first_person: frozenset[str]
     questions: frozenset[str]  # question words
     tasks: frozenset[str]  # imperatives that open a task ("write", "translate", ...)
     recall: frozenset[str]  # pointing back: "remember", "I told you", "I said"
+    # What anyone in the user's place would want, even asked in the first person: advice
+    # ("can I", "should I", "is it worth", "tips") or an explanation ("why").
+    general: frozenset[str] = frozenset()
+    # Asking for a particular: when, where, who, what someone or something is called.
+    particular: frozenset[str] = frozenset()
     reading: str = "words"  # "words", "markers" (unspaced) or "prefixes" (Korean)
+
+
+def _with_particles(nouns: str) -> frozenset[str]:
+    """Korean nouns as they are written: alone, or with a particle attached."""
+    particles = ("", "이", "가", "은", "는", "을", "를", "의", "도", "한테", "에게", "랑", "하고",
+                 "님")
+    return frozenset(noun + particle for noun in nouns.split() for particle in particles)
 
 
 LEXICONS: dict[str, Lexicon] = {
     "de": Lexicon(
         word_set("ich mich mir mein meine meinen meinem meiner meines wir uns unser unsere "
-                 "unseren unserem unserer"),
+                 "unseren unserem unserer")
+        | word_set("mama papa mutti vati oma opa"),
         word_set("wer wen wem wessen was wann wo wohin woher wie warum wieso weshalb welche "
                  "welcher welches welchen welchem wieviel wieviele"),
         word_set("schreib schreibe übersetze übersetz erkläre erklär fasse formuliere "
                  "korrigiere verfasse erstelle nenne beschreibe stell"),
         word_set("erinnerst erinnern erinnere erzählt gesagt erwähnt weißt"),
+        general=word_set("warum wieso weshalb kann könnte sollte soll muss müsste lohnt "
+                         "empfiehlst empfehlen tipps"),
+        particular=word_set("wann wo wer wem wen wessen wohin heißt heißen name namen"),
     ),
     "es": Lexicon(
         word_set("yo me mi mis mío mía míos mías conmigo nosotros nosotras nos nuestro "
-                 "nuestra nuestros nuestras tengo"),
-        word_set("qué que quién quiénes cuándo dónde cómo cuál cuáles cuánto cuánta cuántos "
+                 "nuestra nuestros nuestras tengo soy estoy estuve")
+        | word_set("mamá papá abuela abuelo abuelita abuelito"),
+        word_set("qué que q quién quiénes cuándo dónde cómo cuál cuáles cuánto cuánta cuántos "
                  "cuántas"),
         word_set("escribe escríbeme traduce tradúceme explica explícame resume redacta "
                  "corrige describe imagina haz"),
         word_set("recuerdas acuerdas recuérdame dije conté comenté mencioné sabes"),
+        general=word_set("por_qué porqué hay_que puedo podría debo debería conviene recomiendas "
+                         "recomiendan consejos"),
+        particular=word_set("cuándo dónde quién quiénes llama llaman llamaba nombre"),
     ),
     "fr": Lexicon(
-        word_set("je j me m moi mon ma mes nous notre nos"),
+        word_set("je j me m moi mon ma mes nous notre nos")
+        | word_set("maman papa mamie papi papy"),
         word_set("que qu quoi qui quand où comment quel quelle quels quelles combien "
                  "pourquoi"),
         word_set("écris écrivez traduis traduisez explique expliquez résume résumez rédige "
                  "rédigez corrige corrigez décris imagine fais"),
         word_set("souviens rappelle rappelles rappelez dit raconté mentionné sais"),
+        general=word_set("pourquoi peux pourrais dois devrais faut conseilles conseils"),
+        particular=word_set("quand où qui appelle appellent appelait nom"),
     ),
     "pt": Lexicon(
         word_set("eu me mim meu minha meus minhas comigo nós nosso nossa nossos nossas "
-                 "tenho"),
-        word_set("que quê quem quando onde como qual quais quanto quanta quantos quantas"),
+                 "tenho")
+        | word_set("mamãe papai vovó vovô"),
+        word_set("que quê q quem quando onde como qual quais quanto quanta quantos quantas"),
         word_set("escreva escreve traduza traduz explique explica resuma resume redija "
-                 "corrija descreva imagine faça"),
+                 "corrija descreva imagine finja faça"),
         word_set("lembra lembras lembre disse contei falei mencionei sabe"),
+        general=word_set("por_que porquê tem_que posso poderia devo deveria vale recomenda dicas"),
+        particular=word_set("quando onde quem chama chamam chamava nome"),
     ),
     "it": Lexicon(
-        word_set("io mi me mio mia miei mie noi ci nostro nostra nostri nostre"),
+        word_set("io mi me mio mia miei mie noi ci nostro nostra nostri nostre")
+        | word_set("mamma papà nonna nonno"),
         word_set("che cosa chi quando dove come quale quali quanto quanta quanti quante "
                  "perché"),
         word_set("scrivi traduci spiega riassumi correggi descrivi immagina fai"),
         word_set("ricordi ricorda ricordami detto raccontato menzionato sai"),
+        general=word_set("perché posso potrei devo dovrei conviene consigli"),
+        particular=word_set("quando dove chi chiama chiamano chiamava nome"),
     ),
     "nl": Lexicon(
-        word_set("ik me mij mijn wij we ons onze"),
+        word_set("ik me mij mijn wij we ons onze")
+        | word_set("mama papa oma opa"),
         word_set("wie wat wanneer waar hoe waarom welke welk hoeveel"),
         word_set("schrijf vertaal leg vat corrigeer beschrijf stel"),
         word_set("herinner herinnert gezegd verteld genoemd weet"),
+        general=word_set("waarom kan kun moet zou tips"),
+        particular=word_set("wanneer waar wie heet heten naam"),
     ),
     "ru": Lexicon(
         word_set("я меня мне мной мой моя моё мое мою мои моего моей моему моём моем моих моим "
                  "моими мы нас нам нами наш наша наше нашу наши нашего нашей нашему нашем "
-                 "наших"),
+                 "наших")
+        | word_set("мама мамы маме маму мамой папа папы папе папу папой бабушка бабушки "
+                   "бабушке дедушка дедушки дедушке"),
         word_set("что кто кого кому когда где куда откуда как какой какая какое какие "
                  "каком сколько почему зачем чей чья"),
         word_set("напиши напишите переведи переведите объясни объясните перескажи "
-                 "сократи составь исправь опиши представь"),
+                 "сократи составь исправь опиши представь представьте"),
         word_set("помнишь помните напомни напомните рассказывал рассказывала рассказал "
                  "рассказала говорил говорила упоминал упоминала знаешь"),
+        general=word_set("почему отчего стоит нужно надо можно лучше посоветуешь советы"),
+        particular=word_set("когда где кто кого кому куда зовут звали называется название имя"),
     ),
     "zh": Lexicon(
-        frozenset({"我", "咱"}),
+        # The user's own people, named without "my" as these languages do ("妈生日").
+        frozenset({"我", "咱", "爸", "妈", "老婆", "老公", "女儿", "儿子", "外婆", "外公",
+                   "奶奶", "爷爷", "姥姥", "姥爷"}),
         frozenset({"什么", "啥", "谁", "哪", "几", "多少", "怎么", "为什么", "吗", "呢",
-                   "来着", "是不是"}),
+                   "是不是"}),
         frozenset({"翻译", "写一", "写个", "帮我写", "解释", "总结", "改写", "润色", "扮演",
                    "假装", "讲讲", "介绍一下", "科普"}),
-        frozenset({"记得", "提醒", "说过", "告诉过", "提过", "讲过"}),
+        # "来着", like Japanese "っけ" and Korean "였더라": what was it again?
+        frozenset({"记得", "提醒", "说过", "告诉过", "提过", "讲过", "来着"}),
+        general=frozenset({"为什么", "为啥", "办法", "应该", "值得", "建议", "推荐", "怎样才能",
+                           "怎么才能", "如何"}),
+        particular=frozenset({"什么时候", "哪天", "几号", "星期几", "哪里", "哪儿", "谁", "叫什么",
+                              "名字", "周几", "礼拜几"}),
         reading="markers",
     ),
     "ja": Lexicon(
-        frozenset({"私", "わたし", "僕", "ぼく", "俺", "自分", "うち"}),
+        frozenset({"私", "わたし", "僕", "ぼく", "俺", "自分", "うち", "娘", "息子", "妻",
+                   "夫", "母", "父", "祖母", "祖父", "家族"}),
         # "教えて" ("tell me") asks, as Korean "알려" does: what it asks about decides.
         frozenset({"何", "なに", "なん", "誰", "だれ", "どこ", "いつ", "どう", "どれ",
-                   "どの", "いくら", "ですか", "ますか", "っけ", "か？", "教えて"}),
+                   "どの", "いくら", "ですか", "ますか", "か？", "教えて"}),
         frozenset({"翻訳", "書いて", "説明して", "まとめて", "要約", "訳して", "演じて",
                    "ふりをして", "解説"}),
-        frozenset({"覚えて", "言った", "話した", "伝えた", "教えた"}),
+        frozenset({"覚えて", "言った", "話した", "伝えた", "教えた", "っけ"}),
+        general=frozenset({"なぜ", "どうして", "ばいい", "たらいい", "コツ", "おすすめ", "方法",
+                           "べき"}),
+        particular=frozenset({"いつ", "どこ", "誰", "だれ", "名前", "曜日"}),
         reading="markers",
     ),
     "ko": Lexicon(
         word_set("나 나는 나를 나의 나도 나한테 내 내가 내게 저 저는 저를 저의 저도 저한테 "
-                 "제 제가 제게 우리 우리는 우리가 우리를 우리의 우리집"),
+                 "제 제가 제게 우리 우리는 우리가 우리를 우리의 우리집")
+        | _with_particles("엄마 아빠 어머니 아버지 딸 아들 아내 남편 손녀 손자 할머니 "
+                          "할아버지 동생 부모님"),
         frozenset({"뭐", "무엇", "무슨", "누구", "누가", "언제", "어디", "어떻게", "왜",
-                   "몇", "며칠", "어느", "얼마", "뭐였", "뭐지", "알려"}),
+                   "몇", "며칠", "어느", "얼마", "뭐지", "알려"}),
         frozenset({"번역", "써줘", "써 줘", "작성", "설명해", "요약", "역할"}),
-        frozenset({"기억", "말했", "얘기했", "말씀드렸", "알려드렸"}),
+        frozenset({"기억", "말했", "얘기했", "말씀드렸", "알려드렸", "였더라", "뭐였", "라고 했",
+                   "었지", "었죠"}),
+        general=frozenset({"왜", "해야", "좋을까", "방법", "추천", "면 좋"}),
+        particular=frozenset({"언제", "어디", "누구", "누가", "며칠", "이름", "요일"}),
         reading="prefixes",
     ),
 }
@@ -148,6 +203,7 @@ _WORD = re.compile(r"[^\W\d_]+")
 # A Korean question word opens its word ("뭐였더라", "며칠이었는지"): the starts looked at.
 KOREAN_WORD_CHARS = 4
 QUESTION_MARKS = ("?", "？", "؟")
+LEADING_PARTICLE_CHARS = 2
 _REQUEST_OBJECT = re.compile("(?:给|帮|替|跟|让|告诉|教|对|私に|僕に)(?:我|私|僕)?")
 
 
@@ -159,6 +215,8 @@ class Shape:
     question: bool
     task: bool
     recall: bool
+    general: bool = False
+    particular: bool = False
 
 
 def read_shape(text: str, language: str) -> Shape | None:
@@ -174,7 +232,8 @@ def read_shape(text: str, language: str) -> Shape | None:
         own = _REQUEST_OBJECT.sub("", stripped)
         return Shape(any(word in own for word in lexicon.first_person),
                      asks or found(lexicon.questions), found(lexicon.tasks),
-                     found(lexicon.recall))
+                     found(lexicon.recall), found(lexicon.general),
+                     found(lexicon.particular))
     words = [w.lower() for w in _WORD.findall(stripped)]
     vocabulary = set(words)
     if lexicon.reading == "prefixes":
@@ -182,10 +241,18 @@ def read_shape(text: str, language: str) -> Shape | None:
         return Shape(not vocabulary.isdisjoint(lexicon.first_person),
                      asks or bool(heads & lexicon.questions),
                      any(word in stripped for word in lexicon.tasks),
-                     any(word in stripped for word in lexicon.recall))
+                     any(word in stripped for word in lexicon.recall),
+                     any(word in stripped for word in lexicon.general),
+                     any(word in stripped for word in lexicon.particular))
     return Shape(
         first_person=not vocabulary.isdisjoint(lexicon.first_person),
-        question=asks or (bool(words) and words[0] in lexicon.questions),
+        # Opening the message, or after a particle that leads in ("c quoi ...", "et où").
+        question=asks or not lexicon.questions.isdisjoint(
+            words[:2] if words and len(words[0]) <= LEADING_PARTICLE_CHARS else words[:1]),
         task=bool(words) and words[0] in lexicon.tasks,
         recall=not vocabulary.isdisjoint(lexicon.recall),
+        # Two words may say it together ("por qué"): they are looked up joined by "_".
+        general=not lexicon.general.isdisjoint(
+            vocabulary | {f"{a}_{b}" for a, b in pairwise(words)}),
+        particular=not vocabulary.isdisjoint(lexicon.particular),
     )

@@ -5,7 +5,13 @@ from __future__ import annotations
 
 import pytest
 
-from mnemoproxy.gate.relevance import GateContext, HeuristicGate
+from mnemoproxy.gate.relevance import (
+    REFERENCE_LANGUAGES,
+    REFERENCE_PROMPTS,
+    GateContext,
+    HeuristicGate,
+    reference_prompts,
+)
 from mnemoproxy.gate.relevance.languages import content_of, read_shape
 from mnemoproxy.gate.relevance.types import Evidence
 from mnemoproxy.memory.text.language import detect_language
@@ -24,6 +30,10 @@ REFERENCE = tuple(sorted(0.2 + 0.01 * i for i in range(20)))
         ("¿Cuál es mi comida favorita?", "es"),
         ("我的狗叫什么名字？", "zh"),
         ("私の猫の名前は何ですか？", "ja"),
+        # Neighbours share their most frequent words; the others decide.
+        ("Qual a diferença entre chuva e garoa?", "pt"),
+        ("Comment fonctionne un moteur à hydrogène ?", "fr"),
+        ("¿Qué diferencia hay entre un lago y una laguna?", "es"),
     ],
 )
 def test_the_language_is_told_by_script_and_frequent_words(text: str, language: str) -> None:
@@ -84,3 +94,87 @@ async def test_tell_me_about_the_users_own_thing_gets_memory_where_memory_holds_
     decision = await HeuristicGate().decide(
         "私のアレルギーを教えてください。", GateContext(probe=probe, language="ja"))
     assert decision.section == "episode", decision.reason
+
+
+@pytest.mark.parametrize(
+    ("message", "language"),
+    [
+        ("Wo habe ich letzten Sommer gezeltet?", "de"),
+        ("¿Cómo se llamaba mi profe de guitarra?", "es"),
+        ("Où est-ce que j'ai garé la voiture hier ?", "fr"),
+        ("Какой сорт яблони я посадил?", "ru"),
+        # The user's own people, named without "my"; "what was it again?".
+        ("Wann hat Oma ihren Arzttermin?", "de"),
+        ("娘の習い事は何でしたか？", "ja"),
+        ("아들이 다니는 학원 이름이 뭐였더라?", "ko"),
+        ("周末上的是什么课来着？", "zh"),
+    ],
+)
+async def test_a_question_of_the_users_own_gets_memory_though_nothing_stands_out(
+    message: str, language: str
+) -> None:
+    decision = await decide(message, language)
+    assert decision.section != "none", decision.reason
+
+
+@pytest.mark.parametrize(
+    ("message", "language"),
+    [
+        # Knowledge anyone could ask.
+        ("Warum ist Meerwasser salzig?", "de"),
+        ("Как работает солнечная батарея?", "ru"),
+        ("为什么冬天天黑得早？", "zh"),
+        # Advice or an explanation anyone in the user's place would want, asked in the
+        # first person.
+        ("Почему я всегда хочу спать после обеда?", "ru"),
+        ("Was sollte ich zu einem Vorstellungsgespräch anziehen?", "de"),
+        ("¿Qué debería llevar para una excursión de un día?", "es"),
+        ("Je pars à Lisbonne, qu'est-ce qu'il faut voir ?", "fr"),
+        ("我总是失眠，有什么办法吗？", "zh"),
+        ("肩こりを治すにはどうすればいいですか？", "ja"),
+        ("자취할 때 식비를 줄이려면 어떻게 해야 해요?", "ko"),
+    ],
+)
+async def test_questions_anyone_could_ask_stay_quiet_where_nothing_stands_out(
+    message: str, language: str
+) -> None:
+    decision = await decide(message, language)
+    assert decision.section == "none", decision.reason
+
+
+async def test_a_pair_of_characters_across_words_names_nothing_in_a_question_about_the_world(
+) -> None:
+    async def probe(names):
+        # "里的" is held in few items, but it is no word: it cuts across "家里" and "的".
+        return Evidence(0.1, REFERENCE, words={"里 的": 1}, items=500)
+
+    decision = await HeuristicGate().decide(
+        "家里的绿萝为什么叶子发黄？", GateContext(probe=probe, language="zh"))
+    assert decision.section == "none", decision.reason
+
+
+def test_the_reference_prompts_are_the_same_requests_in_each_language() -> None:
+    english = REFERENCE_PROMPTS["en"]
+    assert {"de", "es", "fr", "pt", "ru", "zh", "ja", "ko"} <= set(REFERENCE_LANGUAGES)
+    for language in REFERENCE_LANGUAGES:
+        prompts = reference_prompts(language)
+        assert len(prompts) == len(english) and len(set(prompts)) == len(prompts)
+        assert language == "en" or not set(prompts) & set(english)
+    # A language the gate has no requests in is measured against English ones.
+    assert reference_prompts("sv") == english
+
+
+async def test_a_particular_of_what_memory_holds_gets_memory_but_an_explanation_does_not(
+) -> None:
+    async def probe(names):
+        # "zahnarzt" is no name (Zipf 3.5), but memory holds it in a single item.
+        return Evidence(0.1, REFERENCE, words={"zahnarzt": 1}, items=500,
+                        commonness={"zahnarzt": 3.5})
+
+    gate = HeuristicGate()
+    asked = await gate.decide(
+        "Wann ist der Termin beim Zahnarzt?", GateContext(probe=probe, language="de"))
+    assert asked.section == "episode", asked.reason
+    explained = await gate.decide(
+        "Warum tut ein Besuch beim Zahnarzt so weh?", GateContext(probe=probe, language="de"))
+    assert explained.section == "none", explained.reason

@@ -395,3 +395,18 @@ async def test_the_yardstick_is_what_was_said_whether_or_not_it_was_summarised(
     assert await memory.reference_similarities("summarised", prompts) == said
     # A memory of summaries alone is measured on them.
     assert max(await memory.reference_similarities("only-summaries", prompts)) > 0.99
+
+
+async def test_each_set_of_reference_prompts_keeps_its_own_spread(memory: Memory) -> None:
+    """The gate measures a message against requests in its own language: asking for one
+    set does not replace the spread measured for another."""
+    await say(memory, "bilingual", "my greyhound Pixel chewed the sofa again",
+              "mein Windhund Pixel hat wieder das Sofa angeknabbert")
+    await memory.drain()
+    english = ("How do I train my dog to stop chewing?", "Write a haiku about autumn leaves.")
+    german = ("Wie gewöhne ich meinem Hund das Kauen ab?", "Schreib ein Haiku über Herbstlaub.")
+    first = await memory.reference_similarities("bilingual", english)
+    other = await memory.reference_similarities("bilingual", german)
+    assert other != first
+    assert await memory.reference_similarities("bilingual", english) == first
+    assert await memory.reference_similarities("bilingual", german) == other
