@@ -31,6 +31,9 @@ class Lexicon:
     general: frozenset[str] = frozenset()
     # Asking for a particular: when, where, who, what someone or something is called.
     particular: frozenset[str] = frozenset()
+    # Where the pronoun is dropped, the verb's ending says "I" or "we" ("compré",
+    # "comprei", "compramos"): each ending with the fewest letters its word has.
+    first_person_endings: tuple[tuple[str, int], ...] = ()
     reading: str = "words"  # "words", "markers" (unspaced) or "prefixes" (Korean)
 
 
@@ -63,10 +66,11 @@ LEXICONS: dict[str, Lexicon] = {
                  "cuántas"),
         word_set("escribe escríbeme traduce tradúceme explica explícame resume redacta "
                  "corrige describe imagina haz"),
-        word_set("recuerdas acuerdas recuérdame dije conté comenté mencioné sabes"),
+        word_set("recuerdas acuerdas acordás recuérdame dije conté comenté mencioné sabes"),
         general=word_set("por_qué porqué hay_que puedo podría debo debería conviene recomiendas "
                          "recomiendan consejos"),
         particular=word_set("cuándo dónde quién quiénes llama llaman llamaba nombre"),
+        first_person_endings=(("é", 5), ("amos", 6), ("imos", 6)),
     ),
     "fr": Lexicon(
         word_set("je j me m moi mon ma mes nous notre nos")
@@ -89,6 +93,7 @@ LEXICONS: dict[str, Lexicon] = {
         word_set("lembra lembras lembre disse contei falei mencionei sabe"),
         general=word_set("por_que porquê tem_que posso poderia devo deveria vale recomenda dicas"),
         particular=word_set("quando onde quem chama chamam chamava nome"),
+        first_person_endings=(("ei", 5), ("amos", 6), ("ámos", 6), ("imos", 6)),
     ),
     "it": Lexicon(
         word_set("io mi me mio mia miei mie noi ci nostro nostra nostri nostre")
@@ -197,6 +202,20 @@ def content_of(text: str, language: str | None) -> str:
 
 
 _HIRAGANA = re.compile("[\u3041-\u309f]+")
+# Accented vowels: a word with one before its ending ("últimos", "próximos") is no verb;
+# nor is a word after an article ("un comité").
+DETERMINERS = word_set("el la los las un una unos unas del al o a os as um uma uns umas "
+                       "do da dos das no na ao")
+_ACCENTED = frozenset("áéíóúâêôãõàü")
+
+
+def _says_first_person(word: str, endings: tuple[tuple[str, int], ...]) -> bool:
+    """Whether a word is a verb in the first person by its ending alone."""
+    return any(
+        word.endswith(ending) and len(word) >= letters
+        and _ACCENTED.isdisjoint(word[: -len(ending)])
+        for ending, letters in endings
+    )
 
 
 _WORD = re.compile(r"[^\W\d_]+")
@@ -204,6 +223,7 @@ _WORD = re.compile(r"[^\W\d_]+")
 KOREAN_WORD_CHARS = 4
 QUESTION_MARKS = ("?", "？", "؟")
 LEADING_PARTICLE_CHARS = 2
+FRAGMENT_WORDS = 5
 _REQUEST_OBJECT = re.compile("(?:给|帮|替|跟|让|告诉|教|对|私に|僕に)(?:我|私|僕)?")
 
 
@@ -245,7 +265,10 @@ def read_shape(text: str, language: str) -> Shape | None:
                      any(word in stripped for word in lexicon.general),
                      any(word in stripped for word in lexicon.particular))
     return Shape(
-        first_person=not vocabulary.isdisjoint(lexicon.first_person),
+        first_person=not vocabulary.isdisjoint(lexicon.first_person) or any(
+            _says_first_person(word, lexicon.first_person_endings)
+            and (n == 0 or words[n - 1] not in DETERMINERS)
+            for n, word in enumerate(words)),
         # Opening the message, or after a particle that leads in ("c quoi ...", "et où").
         question=asks or not lexicon.questions.isdisjoint(
             words[:2] if words and len(words[0]) <= LEADING_PARTICLE_CHARS else words[:1]),
@@ -254,5 +277,8 @@ def read_shape(text: str, language: str) -> Shape | None:
         # Two words may say it together ("por qué"): they are looked up joined by "_".
         general=not lexicon.general.isdisjoint(
             vocabulary | {f"{a}_{b}" for a, b in pairwise(words)}),
-        particular=not vocabulary.isdisjoint(lexicon.particular),
+        # A fragment with no question word ("Tomatensorte auf dem Balkon?") looks up what
+        # it names.
+        particular=not vocabulary.isdisjoint(lexicon.particular) or (
+            asks and len(words) <= FRAGMENT_WORDS and vocabulary.isdisjoint(lexicon.questions)),
     )

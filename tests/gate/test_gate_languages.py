@@ -101,6 +101,9 @@ async def test_tell_me_about_the_users_own_thing_gets_memory_where_memory_holds_
     [
         ("Wo habe ich letzten Sommer gezeltet?", "de"),
         ("¿Cómo se llamaba mi profe de guitarra?", "es"),
+        # The pronoun dropped, the verb's ending says who.
+        ("¿Dónde estacioné el coche ayer?", "es"),
+        ("Onde deixei o guarda-chuva?", "pt"),
         ("Où est-ce que j'ai garé la voiture hier ?", "fr"),
         ("Какой сорт яблони я посадил?", "ru"),
         # The user's own people, named without "my"; "what was it again?".
@@ -124,6 +127,9 @@ async def test_a_question_of_the_users_own_gets_memory_though_nothing_stands_out
         ("Warum ist Meerwasser salzig?", "de"),
         ("Как работает солнечная батарея?", "ru"),
         ("为什么冬天天黑得早？", "zh"),
+        # An ending like a verb's, but no verb: an accent before it, or an article.
+        ("¿Cuáles son los próximos eclipses de luna?", "es"),
+        ("¿Qué hace un comité de empresa?", "es"),
         # Advice or an explanation anyone in the user's place would want, asked in the
         # first person.
         ("Почему я всегда хочу спать после обеда?", "ru"),
@@ -178,3 +184,7 @@ async def test_a_particular_of_what_memory_holds_gets_memory_but_an_explanation_
     explained = await gate.decide(
         "Warum tut ein Besuch beim Zahnarzt so weh?", GateContext(probe=probe, language="de"))
     assert explained.section == "none", explained.reason
+    # A fragment with no question word looks up what it names.
+    looked_up = await gate.decide(
+        "Zahnarzt am Donnerstag?", GateContext(probe=probe, language="de"))
+    assert looked_up.section == "episode", looked_up.reason
