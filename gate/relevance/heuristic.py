@@ -334,14 +334,17 @@ class HeuristicGate:
         if held:
             return GateDecision("episode", f"names what only memory knows ({language}): "
                                 f"{', '.join(held[:4])}", "medium")
-        if shape.particular:
-            # When, where, who, what it is called, of a thing memory holds in a few items
-            # (a word rarer than everyday ones): memory's particulars, not the world's.
-            held = evidence.rare_words_held(RARE_SHARE, RARE_ITEMS, OWN_WORD_ZIPF,
-                                            unknown=False)
-            if held:
-                return GateDecision("episode", f"asks a particular memory holds ({language}): "
-                                    f"{', '.join(held[:4])}", "medium")
+        # A word rarer than everyday ones that memory holds in a few items: asked for as a
+        # particular (when, where, who, what it is called) or written as a name, it is
+        # memory's, not the world's.
+        held = evidence.rare_words_held(RARE_SHARE, RARE_ITEMS, OWN_WORD_ZIPF, unknown=False)
+        named = [word for word in held if word in shape.names]
+        if named:
+            return GateDecision("episode", f"names someone memory holds ({language}): "
+                                f"{', '.join(named[:4])}", "medium")
+        if shape.particular and held:
+            return GateDecision("episode", f"asks a particular memory holds ({language}): "
+                                f"{', '.join(held[:4])}", "medium")
         if shape.first_person:
             # A question of the user's own is about their life however it is worded; the
             # block stays small.

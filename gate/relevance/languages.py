@@ -34,6 +34,8 @@ class Lexicon:
     # Where the pronoun is dropped, the verb's ending says "I" or "we" ("compré",
     # "comprei", "compramos"): each ending with the fewest letters its word has.
     first_person_endings: tuple[tuple[str, int], ...] = ()
+    ways: frozenset[str] = frozenset()  # "how", opening a question of what to do
+    capitalises_nouns: bool = False  # German: a capital letter marks no name
     reading: str = "words"  # "words", "markers" (unspaced) or "prefixes" (Korean)
 
 
@@ -53,10 +55,13 @@ LEXICONS: dict[str, Lexicon] = {
                  "welcher welches welchen welchem wieviel wieviele"),
         word_set("schreib schreibe übersetze übersetz erkläre erklär fasse formuliere "
                  "korrigiere verfasse erstelle nenne beschreibe stell"),
-        word_set("erinnerst erinnern erinnere erzählt gesagt erwähnt weißt"),
+        word_set("erinnerst erinnern erinnere erzählt gesagt erwähnt weißt nochmal nochmals "
+                 "noch_mal"),
         general=word_set("warum wieso weshalb kann könnte sollte soll muss müsste lohnt "
                          "empfiehlst empfehlen tipps"),
         particular=word_set("wann wo wer wem wen wessen wohin heißt heißen name namen"),
+        ways=word_set("wie"),
+        capitalises_nouns=True,
     ),
     "es": Lexicon(
         word_set("yo me mi mis mío mía míos mías conmigo nosotros nosotras nos nuestro "
@@ -71,6 +76,7 @@ LEXICONS: dict[str, Lexicon] = {
                          "recomiendan consejos"),
         particular=word_set("cuándo dónde quién quiénes llama llaman llamaba nombre"),
         first_person_endings=(("é", 5), ("amos", 6), ("imos", 6)),
+        ways=word_set("cómo como"),
     ),
     "fr": Lexicon(
         word_set("je j me m moi mon ma mes nous notre nos")
@@ -79,9 +85,11 @@ LEXICONS: dict[str, Lexicon] = {
                  "pourquoi"),
         word_set("écris écrivez traduis traduisez explique expliquez résume résumez rédige "
                  "rédigez corrige corrigez décris imagine fais"),
-        word_set("souviens rappelle rappelles rappelez dit raconté mentionné sais"),
+        word_set("souviens rappelle rappelles rappelez dit raconté mentionné sais déjà "
+                 "deja"),
         general=word_set("pourquoi peux pourrais dois devrais faut conseilles conseils"),
         particular=word_set("quand où qui appelle appellent appelait nom"),
+        ways=word_set("comment"),
     ),
     "pt": Lexicon(
         word_set("eu me mim meu minha meus minhas comigo nós nosso nossa nossos nossas "
@@ -94,6 +102,7 @@ LEXICONS: dict[str, Lexicon] = {
         general=word_set("por_que porquê tem_que posso poderia devo deveria vale recomenda dicas"),
         particular=word_set("quando onde quem chama chamam chamava nome"),
         first_person_endings=(("ei", 5), ("amos", 6), ("ámos", 6), ("imos", 6)),
+        ways=word_set("como"),
     ),
     "it": Lexicon(
         word_set("io mi me mio mia miei mie noi ci nostro nostra nostri nostre")
@@ -104,6 +113,7 @@ LEXICONS: dict[str, Lexicon] = {
         word_set("ricordi ricorda ricordami detto raccontato menzionato sai"),
         general=word_set("perché posso potrei devo dovrei conviene consigli"),
         particular=word_set("quando dove chi chiama chiamano chiamava nome"),
+        ways=word_set("come"),
     ),
     "nl": Lexicon(
         word_set("ik me mij mijn wij we ons onze")
@@ -113,6 +123,7 @@ LEXICONS: dict[str, Lexicon] = {
         word_set("herinner herinnert gezegd verteld genoemd weet"),
         general=word_set("waarom kan kun moet zou tips"),
         particular=word_set("wanneer waar wie heet heten naam"),
+        ways=word_set("hoe"),
     ),
     "ru": Lexicon(
         word_set("я меня мне мной мой моя моё мое мою мои моего моей моему моём моем моих моим "
@@ -120,7 +131,7 @@ LEXICONS: dict[str, Lexicon] = {
                  "наших")
         | word_set("мама мамы маме маму мамой папа папы папе папу папой бабушка бабушки "
                    "бабушке дедушка дедушки дедушке"),
-        word_set("что кто кого кому когда где куда откуда как какой какая какое какие "
+        word_set("что че чё кто кого кому когда где куда откуда как какой какая какое какие "
                  "каком сколько почему зачем чей чья"),
         word_set("напиши напишите переведи переведите объясни объясните перескажи "
                  "сократи составь исправь опиши представь представьте"),
@@ -128,6 +139,7 @@ LEXICONS: dict[str, Lexicon] = {
                  "рассказала говорил говорила упоминал упоминала знаешь"),
         general=word_set("почему отчего стоит нужно надо можно лучше посоветуешь советы"),
         particular=word_set("когда где кто кого кому куда зовут звали называется название имя"),
+        ways=word_set("как"),
     ),
     "zh": Lexicon(
         # The user's own people, named without "my" as these languages do ("妈生日").
@@ -156,7 +168,7 @@ LEXICONS: dict[str, Lexicon] = {
         frozenset({"覚えて", "言った", "話した", "伝えた", "教えた", "っけ"}),
         general=frozenset({"なぜ", "どうして", "ばいい", "たらいい", "コツ", "おすすめ", "方法",
                            "べき"}),
-        particular=frozenset({"いつ", "どこ", "誰", "だれ", "名前", "曜日"}),
+        particular=frozenset({"いつ", "どこ", "誰", "だれ", "名前", "曜日", "何日"}),
         reading="markers",
     ),
     "ko": Lexicon(
@@ -185,15 +197,19 @@ ASKING_FORMS: dict[str, tuple[str, ...]] = {
 
 
 def content_of(text: str, language: str | None) -> str:
-    """`text` without the words of how it is asked, in a script without spaces (its
-    lexicon's markers and ASKING_FORMS, and in Japanese its hiragana): memory's words
-    there are pairs of characters, and a pair drawn from "教えてください" or "について"
-    names nothing the user spoke of. Other texts are returned as they are."""
+    """`text` without the words of how it is asked (its lexicon's words, and in a script
+    without spaces ASKING_FORMS and, in Japanese, its hiragana): what memory is asked to
+    hold is what the message is about. In the unspaced scripts memory's words are pairs of
+    characters, and a pair drawn from "教えてください" or "について" names nothing the
+    user spoke of. Texts in a language without a lexicon are returned as they are."""
     lexicon = LEXICONS.get(language or "")
-    if lexicon is None or lexicon.reading != "markers":
+    if lexicon is None or lexicon.reading == "prefixes":
         return text
     forms = (lexicon.first_person | lexicon.questions | lexicon.tasks | lexicon.recall
-             | frozenset(ASKING_FORMS.get(language or "", ())))
+             | lexicon.general | lexicon.particular)
+    if lexicon.reading == "words":
+        return _WORD.sub(lambda word: " " if word[0].lower() in forms else word[0], text)
+    forms |= frozenset(ASKING_FORMS.get(language or "", ()))
     for form in sorted(forms, key=len, reverse=True):  # longer forms before their parts
         text = text.replace(form, " ")
     if language == "ja":  # hiragana carries particles and endings; names are kanji, katakana
@@ -237,6 +253,8 @@ class Shape:
     recall: bool
     general: bool = False
     particular: bool = False
+    # Words written as names, inside a sentence ("la prima Marta"), lower-cased.
+    names: frozenset[str] = frozenset()
 
 
 def read_shape(text: str, language: str) -> Shape | None:
@@ -264,21 +282,40 @@ def read_shape(text: str, language: str) -> Shape | None:
                      any(word in stripped for word in lexicon.recall),
                      any(word in stripped for word in lexicon.general),
                      any(word in stripped for word in lexicon.particular))
+    # Two words may say it together ("por qué", "noch mal"): looked up joined by "_".
+    said = vocabulary | {f"{a}_{b}" for a, b in pairwise(words)}
+    first_person = not vocabulary.isdisjoint(lexicon.first_person) or any(
+        _says_first_person(word, lexicon.first_person_endings)
+        and (n == 0 or words[n - 1] not in DETERMINERS)
+        for n, word in enumerate(words))
+    # A fragment with no question word ("Tomatensorte auf dem Balkon?") looks up what it
+    # names.
+    particular = not vocabulary.isdisjoint(lexicon.particular) or (
+        asks and len(words) <= FRAGMENT_WORDS and vocabulary.isdisjoint(lexicon.questions))
     return Shape(
-        first_person=not vocabulary.isdisjoint(lexicon.first_person) or any(
-            _says_first_person(word, lexicon.first_person_endings)
-            and (n == 0 or words[n - 1] not in DETERMINERS)
-            for n, word in enumerate(words)),
+        first_person=first_person,
         # Opening the message, or after a particle that leads in ("c quoi ...", "et où").
         question=asks or not lexicon.questions.isdisjoint(
             words[:2] if words and len(words[0]) <= LEADING_PARTICLE_CHARS else words[:1]),
         task=bool(words) and words[0] in lexicon.tasks,
-        recall=not vocabulary.isdisjoint(lexicon.recall),
-        # Two words may say it together ("por qué"): they are looked up joined by "_".
-        general=not lexicon.general.isdisjoint(
-            vocabulary | {f"{a}_{b}" for a, b in pairwise(words)}),
-        # A fragment with no question word ("Tomatensorte auf dem Balkon?") looks up what
-        # it names.
-        particular=not vocabulary.isdisjoint(lexicon.particular) or (
-            asks and len(words) <= FRAGMENT_WORDS and vocabulary.isdisjoint(lexicon.questions)),
+        recall=not lexicon.recall.isdisjoint(said),
+        # "How do I ...", as in English, asks a way anyone could take.
+        general=not lexicon.general.isdisjoint(said) or (
+            first_person and not particular and bool(words) and words[0] in lexicon.ways),
+        particular=particular,
+        names=frozenset() if lexicon.capitalises_nouns else _names_in(stripped),
     )
+
+
+def _names_in(text: str) -> frozenset[str]:
+    """The words of `text` written with a capital inside a sentence (after a letter or a
+    comma, not after what opens one), lower-cased."""
+    names = set()
+    for match in _WORD.finditer(text):
+        word = match[0]
+        if not word[0].isupper() or match.start() == 0:
+            continue
+        before = text[max(0, match.start() - 2):match.start()].rstrip()
+        if before and (before[-1].isalpha() or before[-1] == ","):
+            names.add(word.lower())
+    return frozenset(names)

@@ -19,6 +19,8 @@ LATIN_LANGUAGES = ("en", "de", "es", "fr", "pt", "it", "nl")
 TOP_WORDS = 120
 # A text is read this far: the language shows in its first sentences.
 MAX_CHARS = 2000
+# Words looked up one by one in each language's list, where no frequent word told.
+KNOWN_WORDS = 40
 _WORD = re.compile(r"[^\W\d_]+")
 _SCRIPTS = (
     ("ja", re.compile(r"[\u3040-\u30ff]")),  # kana: Japanese, whatever Han it also holds
@@ -76,8 +78,17 @@ def latin_language(text: str) -> str:
         for language in LATIN_LANGUAGES
     }
     top = max(scores.values())
+    if top == 0:
+        # A short text may use none of them: then the language that knows more of its
+        # words than English does ("Woher kommen Käsespätzle?"), English on a tie (a
+        # name or a loanword is known everywhere).
+        sampled = list(words.items())[:KNOWN_WORDS]
+        known = {language: sum(count for word, count in sampled if zipf(word, language))
+                 for language in LATIN_LANGUAGES}
+        best = max(LATIN_LANGUAGES, key=lambda language: (known[language], language == "en"))
+        return best if known[best] > known["en"] else "en"
     tied = [language for language in LATIN_LANGUAGES if scores[language] == top]
-    if len(tied) > 1 and top > 0 and "en" not in tied:
+    if len(tied) > 1 and "en" not in tied:
         # Neighbouring languages share their most frequent words ("que", "de", "entre"):
         # then the text's other words, by how common each is in each language, decide.
         return max(tied, key=lambda language: sum(

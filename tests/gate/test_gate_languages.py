@@ -33,6 +33,10 @@ REFERENCE = tuple(sorted(0.2 + 0.01 * i for i in range(20)))
         # Neighbours share their most frequent words; the others decide.
         ("Qual a diferença entre chuva e garoa?", "pt"),
         ("Comment fonctionne un moteur à hydrogène ?", "fr"),
+        # No frequent word of any language: the one that knows more of its words than
+        # English does; a name or a loanword is known everywhere.
+        ("Woher stammen Maultaschen ursprünglich?", "de"),
+        ("Bruno's kibble brand?", "en"),
         ("¿Qué diferencia hay entre un lago y una laguna?", "es"),
     ],
 )
@@ -108,6 +112,9 @@ async def test_tell_me_about_the_users_own_thing_gets_memory_where_memory_holds_
         ("Какой сорт яблони я посадил?", "ru"),
         # The user's own people, named without "my"; "what was it again?".
         ("Wann hat Oma ihren Arzttermin?", "de"),
+        # "again", asking to be reminded.
+        ("Wie hieß das Restaurant in Bonn noch mal?", "de"),
+        ("C'était quel jour déjà, le déménagement ?", "fr"),
         ("娘の習い事は何でしたか？", "ja"),
         ("아들이 다니는 학원 이름이 뭐였더라?", "ko"),
         ("周末上的是什么课来着？", "zh"),
@@ -136,6 +143,7 @@ async def test_a_question_of_the_users_own_gets_memory_though_nothing_stands_out
         ("Was sollte ich zu einem Vorstellungsgespräch anziehen?", "de"),
         ("¿Qué debería llevar para una excursión de un día?", "es"),
         ("Je pars à Lisbonne, qu'est-ce qu'il faut voir ?", "fr"),
+        ("Comment je prépare un entretien annuel ?", "fr"),
         ("我总是失眠，有什么办法吗？", "zh"),
         ("肩こりを治すにはどうすればいいですか？", "ja"),
         ("자취할 때 식비를 줄이려면 어떻게 해야 해요?", "ko"),
@@ -188,3 +196,26 @@ async def test_a_particular_of_what_memory_holds_gets_memory_but_an_explanation_
     looked_up = await gate.decide(
         "Zahnarzt am Donnerstag?", GateContext(probe=probe, language="de"))
     assert looked_up.section == "episode", looked_up.reason
+
+
+async def test_a_name_memory_holds_written_inside_a_sentence_gets_memory() -> None:
+    async def probe(names):
+        return Evidence(0.1, REFERENCE, words={"marta": 1, "boda": 40}, items=500,
+                        commonness={"marta": 3.6, "boda": 4.2})
+
+    gate = HeuristicGate()
+    named = await gate.decide(
+        "¿Y la boda de la prima Marta es en junio?", GateContext(probe=probe, language="es"))
+    assert named.section == "episode", named.reason
+    # Opening the sentence, a capital names nothing.
+    opening = read_shape("Marta es un nombre bonito, ¿de dónde viene?", "es")
+    assert opening is not None and "marta" not in opening.names
+    # German writes every noun with a capital.
+    german = read_shape("Wie lange hält sich Marmelade im Kühlschrank?", "de")
+    assert german is not None and not german.names
+
+
+def test_the_words_of_how_a_question_is_asked_are_not_asked_of_memory() -> None:
+    assert content_of("¿Cuándo se inauguró el Museo del Prado?", "es").split() == [
+        "¿", "se", "inauguró", "el", "Museo", "del", "Prado?"]
+    assert "wann" not in content_of("Wann hat Oma Geburtstag?", "de").lower()
