@@ -141,6 +141,8 @@ CUE_PATTERNS: dict[str, list[list[dict[str, Any]]]] = {
     ],
     "recall": [
         seq("remind", "me", "what|of|about|who|where|when|how|which|why|whether|again"),
+        # "What's the band called again?": asked to be reminded of a particular.
+        seq("what|whats|where|wheres|who|whos|when|which", GAP, "again", "?"),
         seq("do|did|can|could|would", "you|i", "recall"),
         seq("recall", "what|when|where|who|how|if|whether|my|our|me|us"),
         seq(

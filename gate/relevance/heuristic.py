@@ -3,7 +3,8 @@
 In order, the first that speaks decides:
 
 1. Explicit memory cues (cues.py): "what's my name?", "what did I say", "last week",
-   "remind me", "what did you tell me", "my favourite". Memory, whole budget.
+   "remind me", "where was it again?", "what did you tell me", "my favourite". Memory,
+   whole budget.
 2. A question about the user's own past ("How many bikes do I own?", "Which show did I
    start first?", "Who gave me the mixer?"): memory, whole budget.
 3. A task anyone could ask for ("Write a poem", "Explain ...", "What if ...") that does

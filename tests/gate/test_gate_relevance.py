@@ -70,6 +70,9 @@ CASES = [
     ("What did you tell me about sourdough starters?", "episode"),
     ("Which book did you recommend?", "episode"),
     ("You mentioned me a podcast, which one was it?", "episode"),
+    # asked to be reminded of a particular
+    ("Who was the plumber again?", "episode"),
+    ("The hotel in Porto, where was it again?", "episode"),
     # preferences and decisions
     ("What do I like to eat?", "pinned"),
     ("What's my favourite colour?", "pinned"),
@@ -101,6 +104,8 @@ CASES = [
     ("What's the weather like in May?", "none"),
     ("How many years ago did the dinosaurs die?", "none"),
     ("Remind me to call mom at five", "none"),
+    ("Can you explain that again?", "none"),
+    ("My bread came out flat again, what went wrong?", "none"),
     ("Were earlier versions of Python slower?", "none"),
     ("How do I center a div?", "none"),
     ("How can I improve my time management skills?", "none"),
