@@ -1,7 +1,8 @@
 """The gate's cues beyond English: a small lexicon per language of the words that show a
 message's shape (the user speaking of themselves, a question, a task, a pointer back at
-what was said), read without a parser. English has the full pattern set (cues.py,
-personal.py); other languages decide on these shapes and on what memory holds.
+what was said, advice or an explanation anyone could want, a particular asked for, a name),
+read without a parser. English has the full pattern set (cues.py, personal.py); other
+languages decide on these shapes and on what memory holds.
 
 Languages written with spaces are read word by word (French elisions: "j'ai" is "j" and
 "ai"); the unspaced ones (Chinese, Japanese) by the presence of their markers in the
