@@ -7,10 +7,9 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-import httpx
 import pytest
 
-from tests.support.memory_client import memory_settings, post, wait_for
+from tests.support.memory_client import post, serving_histories
 from tests.support.servers.fake_upstream import FakeUpstream
 from tests.support.servers.proxy_server import ProxyServer
 
@@ -39,22 +38,9 @@ HISTORIES: dict[str, list[tuple[str, str]]] = {
 def languages_proxy(
     _fake_upstream_server: FakeUpstream, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[ProxyServer]:
-    settings = memory_settings(_fake_upstream_server, tmp_path_factory.mktemp("languages"),
-                               embedding_backend="wordllama")
-    with ProxyServer(settings) as server:
-        for agent, turns in HISTORIES.items():
-            response = post(server, "/memory/ingest", {
-                "agent_id": agent, "conversation_id": "c1",
-                "turns": [{"user": user, "assistant": reply} for user, reply in turns]})
-            assert response.status_code == 200, response.text
-        wait_for(lambda: _all_embedded(server), timeout=60)
+    with serving_histories(_fake_upstream_server, tmp_path_factory.mktemp("languages"), HISTORIES,
+                           embedding_backend="wordllama") as server:
         yield server
-
-
-def _all_embedded(server: ProxyServer) -> bool:
-    memory: dict[str, Any] = httpx.get(server.url + "/health", timeout=10).json()["memory"]
-    searchable = memory["transcript_messages"] + memory["facts"] + memory["episodes"]
-    return bool(memory["embedded_items"] >= searchable)
 
 
 def preview(server: ProxyServer, agent: str, question: str) -> dict[str, Any]:

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -58,3 +61,31 @@ def wait_for(predicate, timeout: float = 10.0):
 def user_text_seen_upstream(fake: FakeUpstream) -> str:
     content = fake.requests[-1].json["messages"][-1]["content"]
     return content if isinstance(content, str) else content[0]["text"]
+
+
+@contextmanager
+def serving_histories(
+    fake: FakeUpstream, data: Path, histories: dict[str, list[tuple[str, str]]],
+    **overrides: Any,
+) -> Iterator[ProxyServer]:
+    """A proxy on `data` (settings `overrides`) whose agents hold `histories`, embedded."""
+    with ProxyServer(memory_settings(fake, data, **overrides)) as server:
+        ingest_histories(server, histories)
+        yield server
+
+
+def ingest_histories(server: ProxyServer, histories: dict[str, list[tuple[str, str]]]) -> None:
+    """Each agent's (user, assistant) turns as one conversation, then wait until every
+    item is embedded: searches and gate decisions see all of it."""
+    for agent, turns in histories.items():
+        response = post(server, "/memory/ingest", {
+            "agent_id": agent, "conversation_id": "c1",
+            "turns": [{"user": user, "assistant": reply} for user, reply in turns]})
+        assert response.status_code == 200, response.text
+    wait_for(lambda: _all_embedded(server), timeout=60)
+
+
+def _all_embedded(server: ProxyServer) -> bool:
+    memory: dict[str, Any] = httpx.get(server.url + "/health", timeout=10).json()["memory"]
+    searchable = memory["transcript_messages"] + memory["facts"] + memory["episodes"]
+    return bool(memory["embedded_items"] >= searchable)

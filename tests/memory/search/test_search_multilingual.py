@@ -10,13 +10,11 @@ import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
-import httpx
 import pytest
 
 from mnemoproxy.memory.embedders.multilingual import MULTILINGUAL_SHA256, default_resources_dir
-from tests.support.memory_client import memory_settings, post, search, wait_for
+from tests.support.memory_client import search, serving_histories
 from tests.support.servers.fake_upstream import FakeUpstream
 from tests.support.servers.ports import free_port
 from tests.support.servers.proxy_server import ProxyServer
@@ -65,22 +63,10 @@ def multilingual_proxy(
     _fake_upstream_server: FakeUpstream, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[ProxyServer]:
     """One proxy for the module, its histories ingested and embedded: the model loads once."""
-    settings = memory_settings(_fake_upstream_server, tmp_path_factory.mktemp("multilingual"),
-                               embedding_backend="multilingual")
-    with ProxyServer(settings) as server:
-        for agent, turns in HISTORIES.items():
-            response = post(server, "/memory/ingest", {
-                "agent_id": agent, "conversation_id": "c1",
-                "turns": [{"user": user, "assistant": reply} for user, reply in turns]})
-            assert response.status_code == 200, response.text
-        wait_for(lambda: _all_embedded(server), timeout=60)
+    data = tmp_path_factory.mktemp("multilingual")
+    with serving_histories(_fake_upstream_server, data, HISTORIES,
+                           embedding_backend="multilingual") as server:
         yield server
-
-
-def _all_embedded(server: ProxyServer) -> bool:
-    memory: dict[str, Any] = httpx.get(server.url + "/health", timeout=10).json()["memory"]
-    searchable = memory["transcript_messages"] + memory["facts"] + memory["episodes"]
-    return bool(memory["embedded_items"] >= searchable)
 
 
 @pytest.mark.parametrize(
