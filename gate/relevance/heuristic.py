@@ -321,23 +321,19 @@ class HeuristicGate:
         shape: Shape, evidence: Evidence, language: str, seen: str
     ) -> GateDecision | None:
         """A question read by a lexicon that asks for what memory holds: the user's own
-        words, a thing only memory names, a particular of something it holds, or any
-        question of the user's own."""
+        words, a particular of something it holds, a name it holds, or any question of
+        the user's own."""
         if shape.first_person:
             held = evidence.words_held(OWN_WORD_ZIPF, RARE_SHARE, RARE_ITEMS)
             if held:
                 return GateDecision("episode", f"the user's own words memory holds "
                                     f"({language}): {', '.join(held[:4])}", "medium")
-        # A pair of characters whose commonness cannot be told (unspaced scripts) counts
-        # only in the user's own question: elsewhere pairs cut across words ("里的").
-        held = evidence.rare_words_held(RARE_SHARE, RARE_ITEMS, NAME_ZIPF,
-                                        unknown=shape.first_person)
-        if held:
-            return GateDecision("episode", f"names what only memory knows ({language}): "
-                                f"{', '.join(held[:4])}", "medium")
         # A word rarer than everyday ones that memory holds in a few items: asked for as a
         # particular (when, where, who, what it is called) or written as a name, it is
-        # memory's, not the world's.
+        # memory's; in a longer question about the world ("Woher kommen Käsespätzle?") it
+        # is a topic both touch. A pair of characters whose commonness cannot be told
+        # (unspaced scripts) counts only in the user's own question: elsewhere pairs cut
+        # across words ("里的").
         held = evidence.rare_words_held(RARE_SHARE, RARE_ITEMS, OWN_WORD_ZIPF, unknown=False)
         named = [word for word in held if word in shape.names]
         if named:

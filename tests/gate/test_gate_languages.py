@@ -181,6 +181,11 @@ async def test_a_particular_of_what_memory_holds_gets_memory_but_an_explanation_
     explained = await gate.decide(
         "Warum tut ein Besuch beim Zahnarzt so weh?", GateContext(probe=probe, language="de"))
     assert explained.section == "none", explained.reason
+    # Asked about the world, it is a topic memory happens to touch.
+    topic = await gate.decide(
+        "Was genau macht ein Zahnarzt bei einer Wurzelbehandlung?",
+        GateContext(probe=probe, language="de"))
+    assert topic.section == "none", topic.reason
     # A fragment with no question word looks up what it names.
     looked_up = await gate.decide(
         "Zahnarzt am Donnerstag?", GateContext(probe=probe, language="de"))
