@@ -50,7 +50,8 @@ async def page(request: pytest.FixtureRequest) -> AsyncIterator[Page]:
 
 def ingest(url: str, agent: str, conversation: str, user: str, date: str,
            headers: dict[str, str] | None = None, title: str = "") -> None:
-    answer = httpx.post(url + "/memory/ingest", headers=headers, json={
+    # Ingest waits for distillation: seconds on a loaded machine, past httpx's default 5.
+    answer = httpx.post(url + "/memory/ingest", headers=headers, timeout=30, json={
         "agent_id": agent, "conversation_id": conversation, "session_date": date,
         "title": title, "turns": [{"user": user, "assistant": "Noted."}]})
     assert answer.status_code == 200, answer.text
