@@ -106,6 +106,12 @@ def _capitalised_in(words: list[str], message: str) -> bool:
     return any(word[:1].upper() + word[1:] in message for word in words)
 
 
+def _possessive_in(word: str, message: str) -> bool:
+    """Whether `word` (lower-cased) is written as a name owning something ("Bruno's")."""
+    name = word[:1].upper() + word[1:]
+    return f"{name}'s" in message or f"{name}’s" in message
+
+
 def _document_answers(evidence: Evidence) -> bool:
     if evidence.document_words >= DOCUMENT_MIN_WORDS:
         return evidence.document >= DOCUMENT_SHARE
@@ -231,6 +237,16 @@ class HeuristicGate:
                 return GateDecision(
                     "episode", f"names what only memory knows: {', '.join(held[:4])}",
                     "medium")
+            # A lookup of someone's thing ("Juniper's groomer?"): a name memory holds in a
+            # few items, however common the word is elsewhere.
+            owners = [] if evidence is None or cues.words > LOOKUP_WORDS else [
+                word for word in evidence.rare_words_held(
+                    RARE_SHARE, RARE_ITEMS, OWN_WORD_ZIPF, unknown=False)
+                if _possessive_in(word, message)]
+            if owners:
+                return GateDecision(
+                    "episode", f"asks after a thing of someone memory holds: {owners[0]}",
+                    "medium")
         # A fragment pointing back at what the user spoke of is asked as a question is.
         asked = cues.is_question or personal.points_back is not None
         if not asked and personal.situated is None and personal.for_the_user is None:
@@ -258,6 +274,10 @@ class HeuristicGate:
                 # A request that brings its own particulars (counts, dates, several
                 # sentences of them) asks for nothing memory must add, unless it stands out.
                 return GateDecision("none", f"the user's situation, told in full: {seen}")
+            if own is None and not personal.chooses and not evidence.beats(FOR_THE_USER):
+                # A fix or a how-to for it ("my phone battery drains fast, tips?") is the
+                # same for anyone, unless memory holds something of the situation.
+                return GateDecision("none", f"the user's situation, a fix anyone gets: {seen}")
             return GateDecision("episode", why, "low")
         if personal.task:
             return GateDecision("none", "a task anyone could ask for")

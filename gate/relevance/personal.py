@@ -42,6 +42,10 @@ NOT_OWN_DOING = word_set(
     guess wonder 'd 'll ought to be am 'm"""
 )
 MODALS = word_set("should can could would might may will shall must 'd 'll")
+# What opens a thing's name, not a person's: "how does the ...", "how do these ...".
+THINGS_NAMED = word_set("the a an it this that these those")
+# "Do I have to pay it?", "do we need to ...": an obligation asked of, as a modal is.
+OBLIGING = word_set("have need got")
 OPENING_AUX = word_set("did do have had was were am")
 # "Why do we see lightning first?", "why am I always tired?": the present asks why things
 # are as they are, not what the user did ("why did I cancel ...?").
@@ -128,7 +132,14 @@ LIKENING = word_set("like as though")
 CONDITIONING = word_set("given for with considering despite around within under about")
 # Words after which a subject starts a clause inside the question, not its own subject.
 SUBORDINATING = LIKENING | WH_WORDS | word_set(
-    "if when whenever while because unless before after until")
+    "if when whenever while because unless before after until since though although whereas "
+    "whether once")
+# Question words that open a question about a thing, not a clause of time or manner
+# ("when I baked it, it collapsed").
+ASKING_A_THING = word_set("what which who where whats wat wut")
+# Past forms that do not end in "-ed": "where I put the spare key", "what I paid for it".
+IRREGULAR_PAST = GIVING | word_set(
+    "paid put left met spent took said went saw ate read kept lost found chose wore")
 
 REQUESTING = word_set("can could would will please give tell suggest recommend any")
 VIEW_VERBS = word_set("think recommend suggest reckon advise believe feel say")
@@ -136,6 +147,11 @@ FIRST_SINGULAR = word_set("i me my mine myself")
 
 ASKING_FOR = word_set(
     "recommend recommendations suggest suggestions tips ideas advice recommendation suggestion"
+)
+# A choice asked for ("recommend a show", "ideas for a gift", "help me pick"): the user's
+# tastes and circumstances decide it, where a fix or a how-to is the same for anyone.
+CHOOSING = word_set(
+    "recommend recommendation recommendations suggest suggestion suggestions ideas pick choose"
 )
 # "What's a good way to ...", "What is the best way to ...": advice anyone could ask; so
 # is any superlative way ("the easiest way to ...").
@@ -176,6 +192,9 @@ class Personal:
     world_question: bool = False
     user_question: bool = False
     advice: bool = False  # a how-to or best-way frame ("How do I ...", "the best way to")
+    # A choice or the model's view asked for the user ("recommend a show for me", "do you
+    # think it's my living room?"), not a fix or a how-to anyone would be given.
+    chooses: bool = False
     # A why-question about how things are ("Why do I always feel sleepy after lunch?", "why
     # is my grocery bill higher than last year?"): it asks an explanation, not a memory.
     explains: bool = False
@@ -200,7 +219,11 @@ def read_sentence(words: Sequence[str], signals: Personal, first_sentence: bool)
     told = not first_sentence  # the user has told something before this sentence
     if opening and _advice(words, opening, told):
         signals.advice = True
+    if not CHOOSING.isdisjoint(words) or _asks_model_view(words):
+        signals.chooses = True
     if len(opening) > 1 and opening[0] == "why" and opening[1] in EXPLAINED:
+        signals.explains = True
+    if _how_things_work([w for w in _question_clause(words) if w.isalpha()][:3]):
         signals.explains = True
     if signals.own_past is None:
         signals.own_past = _own_past(words, opening, told)
@@ -454,7 +477,7 @@ def _own_past(words: Sequence[str], opening: Sequence[str], told: bool = False) 
             continue
         if pair[0] in PERSONAL_AUX and pair[1] in SUBJECTS and (
             i + 2 >= len(words) or words[i + 2] not in NOT_OWN_DOING
-        ):
+        ) and not _obliged(words, i + 2):
             return " ".join(pair)
         if pair[0] in GIVING and pair[1] in OBJECTS:
             return " ".join(pair)
@@ -466,13 +489,33 @@ def _own_past(words: Sequence[str], opening: Sequence[str], told: bool = False) 
                 and before not in NOT_OWN_DOING and before not in SUBORDINATING
                 and not asked_how):
             return " ".join(pair)
+        # "wat i named the bunny", "where I parked at the airport": the question word
+        # opening the sentence asks of the user's past doing, its auxiliary left out.
+        if i == 1 and words[0] in ASKING_A_THING and pair[0] in SUBJECTS and _past(pair[1]):
+            return " ".join(pair)
         if pair[0] in PERSONAL_AUX and _first_person_after(words, i + 1):
             return f"{pair[0]} ... {_first_person_after(words, i + 1)}"
     if opening[0] in OPENING_AUX and len(opening) > 1 and opening[1] in SUBJECTS and (
         len(opening) < 3 or opening[2] not in NOT_OWN_DOING
-    ) and (opening[1] == "i" or opening[0] in WE_OPENING_AUX):
+    ) and (opening[1] == "i" or opening[0] in WE_OPENING_AUX) and not _obliged(opening, 2):
         return " ".join(opening[:2])
     return None
+
+
+def _past(word: str) -> bool:
+    return (word.endswith("ed") and len(word) > 3) or word in IRREGULAR_PAST
+
+
+def _how_things_work(opening: Sequence[str]) -> bool:
+    """'How does the internet get to my house?', 'how do these filters work?': how a thing
+    works, whoever's it is (a person as the subject asks about them: "how does Gina ...")."""
+    return (len(opening) == 3 and opening[0] == "how" and opening[1] in ("do", "does")
+            and opening[2] in THINGS_NAMED)
+
+
+def _obliged(words: Sequence[str], at: int) -> bool:
+    """Whether the words at `at` say an obligation ("have to", "need to", "got to")."""
+    return at + 1 < len(words) and words[at] in OBLIGING and words[at + 1] == "to"
 
 
 def _first_person_after(words: Sequence[str], start: int) -> str | None:
@@ -521,7 +564,8 @@ def _speaks_of_user(words: Sequence[str], told: bool = False) -> str | None:
             return word
         if word == "i" and (
             (counting and following not in MODALS and before not in MODALS)
-            or (following not in NOT_OWN_DOING and before not in NOT_OWN_DOING)
+            or (following not in NOT_OWN_DOING and before not in NOT_OWN_DOING
+                and not _obliged(words, i + 1))
         ):
             return word
     return None
@@ -552,6 +596,10 @@ def _advice(words: Sequence[str], opening: Sequence[str], told: bool = False) ->
     run before") shapes the advice, it does not point at memory."""
     if _howto(opening, told):
         return True
+    # "In Italian, how do I say ...?": the how-to opens the clause that asks.
+    clause = _question_clause(words)
+    if len(clause) < len(words) and _howto([w for w in clause if w.isalpha()][:4], told=True):
+        return True
     return any((words[i], words[i + 1]) in ADVICE_WAYS
                or (words[i + 1] == "way" and words[i].endswith("est") and i + 2 < len(words)
                    and words[i + 2] == "to")
@@ -579,7 +627,9 @@ def _situated(words: Sequence[str], opening: Sequence[str]) -> str | None:
                 and (not advice or before in CONDITIONING)):
             return f"{word} {following}"
         first_person = first_person or word in ("i", "me", "my", "we", "our", "us")
-    if first_person:
+    # A choice asked for a time of the user's ("any ideas for a date night this weekend?")
+    # is their plan as much as one said with "I".
+    if first_person or not CHOOSING.isdisjoint(words):
         for i, word in enumerate(words):
             if word in TIME_ANCHORS:
                 return word
