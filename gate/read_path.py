@@ -43,6 +43,9 @@ from mnemoproxy.memory import (
 BUDGET_SHARE = {"high": 1.0, "medium": 1.0, "low": 0.6}
 # How many of the best retrieved items a name's share is counted over.
 NAME_SHARE_ITEMS = 20
+# Characters per word where a script has no spaces to count words by (a conservative
+# count: fewer words, a smaller memory).
+WORD_CHARS = 6
 # Candidates the planner chooses from: a memory line averages 25-40 tokens, so this is
 # comfortably more than fit in the budget.
 TOKENS_PER_CANDIDATE = 20
@@ -232,6 +235,7 @@ class ReadPath:
             return Evidence(
                 words=counts,
                 items=items,
+                size=items * mean_words(found_items),
                 commonness={word: zipf(word, script_language(word) or latin)
                             for word in counts},
                 similarity=nearest_message(found_items),
@@ -297,6 +301,15 @@ def answers(procedure: Procedure, wanted: set[str]) -> bool:
     named = terms(f"{procedure.name} {procedure.applies_when}")
     said = named | terms(" ".join(procedure.steps))
     return bool(wanted & named) and len(wanted & said) / len(wanted) >= PROCEDURE_SHARE
+
+
+def mean_words(results: Sequence[SearchResult]) -> float:
+    """The mean length in words of the items found: with the agent's item count, about how
+    many words its memory holds (unspaced scripts count a word per WORD_CHARS characters)."""
+    if not results:
+        return 0.0
+    return sum(max(len(r.text.split()), len(r.text) // WORD_CHARS)
+               for r in results) / len(results)
 
 
 def nearest_message(results: Sequence[SearchResult]) -> float:

@@ -41,6 +41,12 @@ ADVERB_ENDING = "ally"
 ADVERB_MIN_CHARS = 8
 
 
+# A word memory holds tells of the user where memory holds it this many times more often
+# than its size alone would (its commonness in the language, over as many words): in a
+# large memory an everyday-ish word turns up by chance.
+SURPRISE = 4.0
+
+
 def _names_nothing(word: str) -> bool:
     return word.isdigit() or (len(word) >= ADVERB_MIN_CHARS and word.endswith(ADVERB_ENDING))
 
@@ -60,7 +66,8 @@ class Evidence:
     chunk holds (in its text, title or heading), over `document_words` content words.
     words: how many of the agent's items hold each of the message's own words (its
     instruction's search words, the agent's common words aside), counted up to a cap;
-    items: how many items the agent has.
+    items: how many items the agent has; size: about how many words they hold together
+    (0 where unknown).
     """
 
     similarity: float
@@ -74,20 +81,28 @@ class Evidence:
     # How common each of `words` is in the message's language (the Zipf scale; None where
     # that cannot be told, as for unspaced scripts).
     commonness: Mapping[str, float | None] = field(default_factory=dict)
+    size: float = 0.0
 
     def words_held(self, below: float, share: float, least: int) -> list[str]:
-        """The message's words memory holds at all that are less common than `below` in
-        the language, numbers and adverbs aside; a word whose commonness cannot be told (a pair of
+        """The message's words memory holds that are less common than `below` in the
+        language and held beyond chance (see beyond_chance), numbers and adverbs aside; a word whose commonness cannot be told (a pair of
         characters that is no word) only where memory holds it rarely (see
         rare_words_held)."""
         limit = max(least, share * self.items)
         return [
             word for word, count in self.words.items()
             if count > 0 and not _names_nothing(word) and (
-                ((commonness := self.commonness.get(word)) is not None and commonness < below)
+                ((commonness := self.commonness.get(word)) is not None and commonness < below
+                 and self.beyond_chance(count, commonness))
                 or (commonness is None and count <= limit)
             )
         ]
+
+    def beyond_chance(self, count: int, commonness: float) -> bool:
+        """Whether memory holds a word of this commonness (Zipf: log10 of its uses per
+        billion words) in `count` items more often than chance would, given its size."""
+        expected = self.size * 10 ** (commonness - 9)
+        return count >= SURPRISE * expected
 
     def rare_words_held(
         self, share: float, least: int, below: float, unknown: bool = True

@@ -858,3 +858,17 @@ def test_a_subordinate_clause_speaks_of_no_user_the_question_asks_about() -> Non
 ])
 def test_how_a_thing_works_is_an_explanation_whoevers_it_is(message: str, explains: bool) -> None:
     assert shared_scanner().scan(message).personal.explains is explains
+
+
+def test_a_word_a_large_memory_holds_by_chance_tells_nothing() -> None:
+    # "presentation" (Zipf 4.3) once in a memory of 300 words is telling; once in a memory
+    # of 80,000 words it is what chance puts there, unless memory holds it far more often.
+    small = Evidence(0.1, words={"presentation": 1}, commonness={"presentation": 4.3},
+                     items=20, size=300)
+    large = Evidence(0.1, words={"presentation": 1}, commonness={"presentation": 4.3},
+                     items=500, size=80_000)
+    often = Evidence(0.1, words={"presentation": 12}, commonness={"presentation": 4.3},
+                     items=500, size=80_000)
+    assert small.words_held(5.0, 0.01, 8) == ["presentation"]
+    assert large.words_held(5.0, 0.01, 8) == []
+    assert often.words_held(5.0, 0.01, 8) == ["presentation"]
