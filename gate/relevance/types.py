@@ -85,9 +85,9 @@ class Evidence:
 
     def words_held(self, below: float, share: float, least: int) -> list[str]:
         """The message's words memory holds that are less common than `below` in the
-        language and held beyond chance (see beyond_chance), numbers and adverbs aside; a word whose commonness cannot be told (a pair of
-        characters that is no word) only where memory holds it rarely (see
-        rare_words_held)."""
+        language and held beyond chance (see beyond_chance), numbers and adverbs aside;
+        a word whose commonness cannot be told (a pair of characters that is no word)
+        only where memory holds it rarely (see rare_words_held)."""
         limit = max(least, share * self.items)
         return [
             word for word, count in self.words.items()
