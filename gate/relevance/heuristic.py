@@ -103,13 +103,26 @@ def _speaks_of_memory(cues: Cues, evidence: Evidence) -> bool:
 
 def _capitalised_in(words: list[str], message: str) -> bool:
     """Whether one of `words` (held by memory, lower-cased) is written as a name."""
-    return any(word[:1].upper() + word[1:] in message for word in words)
+    return any(_written_as_name(word, message) for word in words)
 
 
-def _possessive_in(word: str, message: str) -> bool:
-    """Whether `word` (lower-cased) is written as a name owning something ("Bruno's")."""
-    name = word[:1].upper() + word[1:]
-    return f"{name}'s" in message or f"{name}’s" in message
+def _written_as_name(word: str, message: str, *, opening: bool = True) -> bool:
+    """Whether `word` (lower-cased) is written with a capital somewhere in `message`
+    ("McGee", "Anthony"); unless `opening`, not where a sentence opens, except as an owner
+    ("Juniper's groomer?")."""
+    lowered = message.lower()
+    start = lowered.find(word)
+    while start != -1:
+        end = start + len(word)
+        whole = ((start == 0 or not lowered[start - 1].isalnum())
+                 and (end == len(lowered) or not lowered[end].isalnum()))
+        if whole and message[start].isupper():
+            before = message[:start].rstrip()
+            owner = message[end:end + 2] in ("'s", "\u2019s")
+            if opening or owner or (before and before[-1] not in ".!?"):
+                return True
+        start = lowered.find(word, end)
+    return False
 
 
 def _document_answers(evidence: Evidence) -> bool:
@@ -180,8 +193,11 @@ class HeuristicGate:
         if cues.has_payload:
             return GateDecision("none", "a task on the material it hands over")
         # A fragment pointing at a thing the user spoke of ("that app I use for budget")
-        # asks for it as much as a question does.
-        asks = cues.is_question or cues.is_request or personal.points_back is not None
+        # asks for it as much as a question does; so does asking for ideas or
+        # suggestions, wherever in the message ("Need ideas for a rainy afternoon with my
+        # daughter.").
+        asks = (cues.is_question or cues.is_request or personal.points_back is not None
+                or personal.chooses)
         if not asks or context.probe is None:
             return NO_CUE
         evidence: Evidence | None = None
@@ -237,16 +253,15 @@ class HeuristicGate:
                 return GateDecision(
                     "episode", f"names what only memory knows: {', '.join(held[:4])}",
                     "medium")
-            # A lookup of someone's thing ("Juniper's groomer?"): a name memory holds in a
-            # few items, however common the word is elsewhere.
-            owners = [] if evidence is None or cues.words > LOOKUP_WORDS else [
-                word for word in evidence.rare_words_held(
-                    RARE_SHARE, RARE_ITEMS, OWN_WORD_ZIPF, unknown=False)
-                if _possessive_in(word, message)]
-            if owners:
+            # A lookup of a name memory holds in a few items ("Who is Anthony?",
+            # "Juniper's groomer?"), however common the word is elsewhere.
+            named = [] if evidence is None or cues.words > LOOKUP_WORDS else [
+                word for word in evidence.words_held(OWN_WORD_ZIPF, RARE_SHARE, RARE_ITEMS)
+                if word in evidence.rare_words_held(RARE_SHARE, RARE_ITEMS, OWN_WORD_ZIPF)
+                and _written_as_name(word, message, opening=False)]
+            if named:
                 return GateDecision(
-                    "episode", f"asks after a thing of someone memory holds: {owners[0]}",
-                    "medium")
+                    "episode", f"looks up a name memory holds: {named[0]}", "medium")
         # A fragment pointing back at what the user spoke of is asked as a question is.
         asked = cues.is_question or personal.points_back is not None
         if not asked and personal.situated is None and personal.for_the_user is None:

@@ -819,15 +819,28 @@ async def test_a_choice_or_a_view_asked_for_the_user_keeps_a_small_block(message
     assert (weak.section, weak.confidence) == ("episode", "low"), weak.reason
 
 
-async def test_a_lookup_of_a_thing_of_someone_memory_holds_fires() -> None:
+@pytest.mark.parametrize("message", ["Marlowe's vet?", "Who is Marlowe?", "And Marlowe?"])
+async def test_a_lookup_of_a_name_memory_holds_fires(message: str) -> None:
     # "Marlowe" is no rare word in English, but memory holds it in one item.
-    held = Probe(0.1, words={"marlowe": 1, "vet": 3}, commonness={"marlowe": 3.4, "vet": 3.9})
-    decision = await decide("Marlowe's vet?", held)
+    held = Probe(0.1, words={"marlowe": 1, "vet": 3}, commonness={"marlowe": 3.4, "vet": 3.9},
+                 items=40)
+    decision = await decide(message, held)
     assert (decision.section, decision.confidence) == ("episode", "medium"), decision.reason
-    # Not a name there, nor a name owning a thing in a longer question about the world.
+
+
+async def test_a_name_in_a_longer_question_or_not_written_as_one_is_no_lookup() -> None:
+    held = Probe(0.1, words={"marlowe": 1}, commonness={"marlowe": 3.4}, items=40)
     assert (await decide("marlowe vet?", held)).section == "none"
+    assert (await decide("Marlowe vet?", held)).section == "none"  # a sentence's capital
     assert (await decide("What did critics make of Marlowe's plays in his own lifetime?",
                          held)).section == "none"
+
+
+def test_a_name_with_a_capital_inside_it_is_written_as_a_name() -> None:
+    from mnemoproxy.gate.relevance.heuristic import _written_as_name
+    assert _written_as_name("mcgee", "What beer does McGee's serve?")
+    assert not _written_as_name("gee", "What beer does McGee's serve?")
+    assert not _written_as_name("mcgee", "what beer does mcgee's serve?")
 
 
 @pytest.mark.parametrize(("message", "own"), [
@@ -872,3 +885,16 @@ def test_a_word_a_large_memory_holds_by_chance_tells_nothing() -> None:
     assert small.words_held(5.0, 0.01, 8) == ["presentation"]
     assert large.words_held(5.0, 0.01, 8) == []
     assert often.words_held(5.0, 0.01, 8) == ["presentation"]
+
+
+@pytest.mark.parametrize("message", [
+    "Need some ideas for a snowy weekend with my twins, we're all getting cabin fever.",
+    "any cheap lunch suggestions? i'm bored of the same sandwiches every day",
+])
+async def test_ideas_asked_for_the_users_situation_are_asked_without_a_question_mark(
+    message: str,
+) -> None:
+    decision = await decide(message, Probe(0.15))
+    assert (decision.section, decision.confidence) == ("episode", "low"), decision.reason
+    assert (await decide("Need some ideas for a science fair project.", Probe(0.15))
+            ).section == "none"
