@@ -46,6 +46,7 @@ MODALS = word_set("should can could would might may will shall must 'd 'll")
 THINGS_NAMED = word_set("the a an it this that these those")
 # "Do I have to pay it?", "do we need to ...": an obligation asked of, as a modal is.
 OBLIGING = word_set("have need got")
+PAST_AUX = word_set("did had")
 OPENING_AUX = word_set("did do have had was were am")
 # "Why do we see lightning first?", "why am I always tired?": the present asks why things
 # are as they are, not what the user did ("why did I cancel ...?").
@@ -477,7 +478,7 @@ def _own_past(words: Sequence[str], opening: Sequence[str], told: bool = False) 
             continue
         if pair[0] in PERSONAL_AUX and pair[1] in SUBJECTS and (
             i + 2 >= len(words) or words[i + 2] not in NOT_OWN_DOING
-        ) and not _obliged(words, i + 2):
+        ) and not (pair[0] in PRESENT_AUX and _obliged(words, i + 2)):
             return " ".join(pair)
         if pair[0] in GIVING and pair[1] in OBJECTS:
             return " ".join(pair)
@@ -497,7 +498,9 @@ def _own_past(words: Sequence[str], opening: Sequence[str], told: bool = False) 
             return f"{pair[0]} ... {_first_person_after(words, i + 1)}"
     if opening[0] in OPENING_AUX and len(opening) > 1 and opening[1] in SUBJECTS and (
         len(opening) < 3 or opening[2] not in NOT_OWN_DOING
-    ) and (opening[1] == "i" or opening[0] in WE_OPENING_AUX) and not _obliged(opening, 2):
+    ) and (opening[1] == "i" or opening[0] in WE_OPENING_AUX) and not (
+        opening[0] in PRESENT_AUX and _obliged(opening, 2)
+    ):
         return " ".join(opening[:2])
     return None
 
@@ -514,7 +517,9 @@ def _how_things_work(opening: Sequence[str]) -> bool:
 
 
 def _obliged(words: Sequence[str], at: int) -> bool:
-    """Whether the words at `at` say an obligation ("have to", "need to", "got to")."""
+    """Whether the words at `at` say an obligation ("have to", "need to", "got to"): in
+    the present a question of what anyone must do; in the past ("how long did I have to
+    wait?") one of the user's doings."""
     return at + 1 < len(words) and words[at] in OBLIGING and words[at + 1] == "to"
 
 
@@ -565,7 +570,7 @@ def _speaks_of_user(words: Sequence[str], told: bool = False) -> str | None:
         if word == "i" and (
             (counting and following not in MODALS and before not in MODALS)
             or (following not in NOT_OWN_DOING and before not in NOT_OWN_DOING
-                and not _obliged(words, i + 1))
+                and not (before not in PAST_AUX and _obliged(words, i + 1)))
         ):
             return word
     return None
@@ -598,7 +603,7 @@ def _advice(words: Sequence[str], opening: Sequence[str], told: bool = False) ->
         return True
     # "In Italian, how do I say ...?": the how-to opens the clause that asks.
     clause = _question_clause(words)
-    if len(clause) < len(words) and _howto([w for w in clause if w.isalpha()][:4], told=True):
+    if len(clause) < len(words) and _howto([w for w in clause if w.isalpha()][:4]):
         return True
     return any((words[i], words[i + 1]) in ADVICE_WAYS
                or (words[i + 1] == "way" and words[i].endswith("est") and i + 2 < len(words)

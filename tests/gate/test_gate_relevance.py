@@ -898,3 +898,18 @@ async def test_ideas_asked_for_the_users_situation_are_asked_without_a_question_
     assert (decision.section, decision.confidence) == ("episode", "low"), decision.reason
     assert (await decide("Need some ideas for a science fair project.", Probe(0.15))
             ).section == "none"
+
+
+@pytest.mark.parametrize("message", [
+    "How long did I have to wait for the cable guy in the end?",
+    "so how much did I have to pay for the skip hire?",
+])
+def test_an_obligation_in_the_past_is_one_of_the_users_doings(message: str) -> None:
+    personal = shared_scanner().scan(message).personal
+    assert personal.own_past is not None or personal.asks_about_user is not None, message
+
+
+def test_a_bare_question_word_opening_the_asking_clause_is_no_how_to_on_its_own() -> None:
+    # After a statement, "when do I ..." may ask the user's own date; "how do I" is a how-to.
+    assert not shared_scanner().scan(
+        "The passport office wrote to me, when do I have my appointment?").personal.advice
