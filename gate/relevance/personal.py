@@ -133,8 +133,9 @@ LIKENING = word_set("like as though")
 CONDITIONING = word_set("given for with considering despite around within under about")
 # Words after which a subject starts a clause inside the question, not its own subject.
 SUBORDINATING = LIKENING | WH_WORDS | word_set(
-    "if when whenever while because unless before after until since though although whereas "
-    "whether once")
+    "if when whenever while because unless before after until though although whereas whether")
+# "since I don't live there" gives a reason; "since I bought it" dates the user's own past.
+SINCE = word_set("since once")
 # Question words that open a question about a thing, not a clause of time or manner
 # ("when I baked it, it collapsed").
 ASKING_A_THING = word_set("what which who where whats wat wut")
@@ -556,9 +557,11 @@ def _speaks_of_user(words: Sequence[str], told: bool = False) -> str | None:
         before = words[i - 1] if i > 0 else ""
         if before in SUBORDINATING or before in ("suppose", "imagine", "pretend"):
             continue
+        following = words[i + 1] if i + 1 < len(words) else ""
+        if before in SINCE and not _past(following):
+            continue
         if word in SECOND_PERSON:
             return None
-        following = words[i + 1] if i + 1 < len(words) else ""
         # "We" and "us" are as often people at large ("why do onions make us cry?", "do
         # we have a duty to ...?"); "our" with a thing is mostly the user's household.
         if word in ("my", "our") and (_everyones(words, i) or following in DECISION_SPACE):

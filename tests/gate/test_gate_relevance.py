@@ -913,3 +913,10 @@ def test_a_bare_question_word_opening_the_asking_clause_is_no_how_to_on_its_own(
     # After a statement, "when do I ..." may ask the user's own date; "how do I" is a how-to.
     assert not shared_scanner().scan(
         "The passport office wrote to me, when do I have my appointment?").personal.advice
+
+
+def test_since_with_a_past_verb_dates_the_users_own_past() -> None:
+    personal = shared_scanner().scan(
+        "How many weeks had gone by since I adopted the kitten when she first got sick?"
+    ).personal
+    assert personal.own_past is not None
