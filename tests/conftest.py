@@ -1,8 +1,10 @@
 from __future__ import annotations
 
+import functools
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
+import httpx
 import pytest
 
 from mnemoproxy.memory import Memory
@@ -13,6 +15,13 @@ from tests.support.servers.backends import store_url_for, use_postgres
 from tests.support.servers.fake_upstream import FakeUpstream
 from tests.support.servers.postgres_cluster import Cluster, running_cluster
 from tests.support.servers.proxy_server import ProxyServer, make_settings
+
+# An ingest distils in the request: on a loaded machine under PostgreSQL that has taken
+# over 6 s, past httpx's default 5 s. A test's own HTTP calls wait up to HTTP_SECONDS
+# unless they set their own timeout.
+HTTP_SECONDS = 30.0
+for _verb in ("request", "get", "post", "put", "patch", "delete"):
+    setattr(httpx, _verb, functools.partial(getattr(httpx, _verb), timeout=HTTP_SECONDS))
 
 
 @pytest.hookimpl(wrapper=True)
