@@ -387,10 +387,17 @@ class HeuristicGate:
     async def _probe(self, probe: Probe, names: list[str]) -> Evidence | None:
         try:
             async with asyncio.timeout(self.probe_timeout):
-                return await probe(names)
+                evidence = await probe(names)
         except Exception as exc:  # a failing probe must not fail the chat
             log.warning("relevance probe failed, injecting nothing: %r", exc)
             return None
+        if log.isEnabledFor(logging.DEBUG):  # why a decision went as it did
+            log.debug("gate evidence: nearest %.2f above %.0f%% of requests; names %s; "
+                      "words held (items, Zipf) %s of %d items, about %d words",
+                      evidence.similarity, 100 * evidence.standing, list(evidence.names),
+                      {w: (c, evidence.commonness.get(w)) for w, c in evidence.words.items()},
+                      evidence.items, evidence.size)
+        return evidence
 
 
 class AlwaysGate:
