@@ -45,6 +45,9 @@ ADVERB_MIN_CHARS = 8
 # than its size alone would (its commonness in the language, over as many words): in a
 # large memory an everyday-ish word turns up by chance.
 SURPRISE = 4.0
+# Words more common than this ("time", "good", "people") tell nothing however often memory
+# holds them.
+EVERYDAY_ZIPF = 6.0
 
 
 def _names_nothing(word: str) -> bool:
@@ -92,7 +95,8 @@ class Evidence:
         return [
             word for word, count in self.words.items()
             if count > 0 and not _names_nothing(word) and (
-                ((commonness := self.commonness.get(word)) is not None and commonness < below
+                ((commonness := self.commonness.get(word)) is not None
+                 and commonness < EVERYDAY_ZIPF
                  and self.beyond_chance(count, commonness))
                 or (commonness is None and count <= limit)
             )
@@ -137,8 +141,9 @@ class Evidence:
             found = next((
                 word for word in group
                 if word not in held
-                and 0 < self.words.get(word, 0) <= limit and not _names_nothing(word)
-                and ((c := self.commonness.get(word)) is None or c < below)
+                and 0 < (count := self.words.get(word, 0)) <= limit and not _names_nothing(word)
+                and ((c := self.commonness.get(word)) is None or c < below
+                     or (c < EVERYDAY_ZIPF and self.beyond_chance(count, c)))
             ), None)
             if found is None:
                 return []
