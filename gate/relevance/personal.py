@@ -169,6 +169,8 @@ NOT_A_THING = RELATIVES | SECOND_PERSON | word_set(
 POINTING_REACH = 4  # words from the thing to the user who tells of it
 ORDER_WORDS = word_set("first last earlier later before after between recently sooner "
                        "latest earliest")
+# What sets a clause apart inside a sentence.
+CLAUSE_MARKS = frozenset([",", "-", "–", "—"])
 # What closes one of the alternatives a question sets against each other.
 BREAKS = frozenset([",", ":", ";", "-", "–", "—", "?", "!", ".", "(", ")"])
 
@@ -280,12 +282,12 @@ def _weigh_question(
 
 
 def _question_clause(words: Sequence[str]) -> Sequence[str]:
-    """The clause that asks: from the last comma-separated clause opening with a question
-    word or an auxiliary to the end ("I'm a complete beginner, what's the difference
-    ...?", "useEffect runs twice in my app, is that a bug?")."""
+    """The clause that asks: from the last clause (after a comma or a dash) opening with a
+    question word or an auxiliary to the end ("I'm a complete beginner, what's the
+    difference ...?", "useEffect runs twice in my app - is that a bug?")."""
     start = 0
     for i in range(len(words) - 1):
-        if words[i] == "," and words[i + 1] in CLAUSE_OPENERS:
+        if words[i] in CLAUSE_MARKS and words[i + 1] in CLAUSE_OPENERS:
             start = i + 1
     return words[start:]
 
@@ -436,11 +438,12 @@ def _howto(opening: Sequence[str], told: bool = False) -> bool:
         return False
     if opening[0] == "how" and opening[1] in HOWTO_AUX and opening[2] in ANYONE:
         return True  # "How can you tell if an egg is off?": you as anyone
+    advising = opening[0] == "what" and opening[1] in ("should", "can", "could")
+    if opening[2] in POSSESSIVES:  # "What should my first month look like?": a plan
+        return advising
     if opening[2] not in SUBJECTS:
         return False
-    return _how_to(opening, 1, told) or (
-        opening[0] == "what" and opening[1] in ("should", "can", "could")
-    )
+    return _how_to(opening, 1, told) or advising
 
 
 def _how_to(words: Sequence[str], at: int, told: bool = False) -> bool:
@@ -504,6 +507,36 @@ def _own_past(words: Sequence[str], opening: Sequence[str], told: bool = False) 
     ):
         return " ".join(opening[:2])
     return None
+
+
+# A lookup typed as into a search box is short ("truckee cabin wifi pw", "the guy i
+# bought the canoe off"); a longer message without a mark tells or asks for work.
+LOOKUP_WORDS = 8
+# Words that make a sentence state something rather than name a thing: a subject that
+# opens it ("we went ..."), a verb of its own ("the car is ...", "my sister has ...").
+STATING_OPENERS = word_set("i i'm im i've we we're you he she they it this there just")
+STATING_VERBS = word_set("is are was were am 's 're 'm has have will 'll can")
+FRAGMENT_ENDS = (".", "!", "?", "？", ":", "…")
+
+
+def looks_up(words: Sequence[str]) -> bool:
+    """Whether a sentence (its lower-cased tokens) is a fragment that names what it asks
+    for and no more ("gym locker code", "whisky i liked at the islay tasting"): chat types
+    a question so, without its mark. Not one that states something of its own ("went
+    hiking with jo", "my sister is visiting") nor one that asks for work."""
+    if not words or words[-1] in FRAGMENT_ENDS:
+        return False
+    spoken = [w for w in words if w.isalpha() or "'" in w]
+    if not 2 <= len(spoken) <= LOOKUP_WORDS:
+        return False
+    opening = spoken[0]
+    if (opening in STATING_OPENERS or opening in WH_WORDS or _past(opening)
+            or opening.endswith("ing") or not STATING_VERBS.isdisjoint(spoken)
+            or "please" in spoken):  # "two coffees please" asks for a thing done
+        return False
+    # After "my" a verb states what the thing did ("my cat threw up"), after a thing
+    # named first it tells which one is meant ("the wine we liked").
+    return opening not in POSSESSIVES or not any(_past(w) for w in spoken)
 
 
 def _past(word: str) -> bool:

@@ -31,7 +31,7 @@ from mnemoproxy.gate.relevance.cues import (
     anchor_words,
 )
 from mnemoproxy.gate.relevance.payload import split_request
-from mnemoproxy.gate.relevance.personal import Personal, read_sentence
+from mnemoproxy.gate.relevance.personal import Personal, looks_up, read_sentence
 from mnemoproxy.lazy import LazyResource
 from mnemoproxy.memory import zipf
 
@@ -142,6 +142,11 @@ class CueScanner:
             # Token objects are made anew on each pass over a Doc: one pass serves all.
             tokens = list(doc)
             lowered = _question_word_spelled_out(_numerals_read(tokens))
+            if (len(sentences) == 1 and _first_word(lowered) not in ASKING_OPENERS
+                    and looks_up(lowered)):
+                # Read as the question it is, with its mark.
+                lowered.append("?")
+                cues.is_question = True
             sentence_words = set(lowered)
             words |= sentence_words
             word_count += sum(map(str.isalpha, lowered))
@@ -212,6 +217,8 @@ CLAUSE_BOUND = frozenset({"calendar", "preference"})
 # A question asked with its question word last, as chat does: "my mom's birthday is when".
 WH_LAST = frozenset({"when", "where", "who", "what", "which", "how"})
 PERSONS = FIRST_PERSON | SECOND_PERSON
+# A message opening with one of these is a question or a request already.
+ASKING_OPENERS = INTERROGATIVES | REQUEST_VERBS
 
 
 def _clause_only(words: Sequence[str]) -> frozenset[str]:

@@ -699,7 +699,7 @@ def test_a_pronoun_after_that_is_no_thing_pointed_at() -> None:
     ("typed", "read_as_question"),
     [("wich bus did i take to the airport", True), ("hw long was my flight to Oslo", True),
      ("wen did we adopt the cat", True), ("two coffees please", False),
-     ("hat shops near the station", False)],
+     ("hat shops near the station are shut", False)],
 )
 def test_a_misspelt_question_word_is_read_as_the_word_meant(
     typed: str, read_as_question: bool
@@ -920,3 +920,55 @@ def test_since_with_a_past_verb_dates_the_users_own_past() -> None:
         "How many weeks had gone by since I adopted the kitten when she first got sick?"
     ).personal
     assert personal.own_past is not None
+
+
+@pytest.mark.parametrize(("message", "asks"), [
+    ("garage door code", True),
+    ("the roofer we hired in june", True),
+    ("tile colour we picked for the bathroom pls", True),
+    ("my car insurance renewal date", True),
+    ("my brother is moving to Lyon", False),  # a verb of its own: it tells
+    ("went to the lake with dana", False),
+    ("we loved the concert", False),
+    ("my dog chewed the sofa", False),
+    ("The roofer we hired in June.", False),  # a full stop ends a statement
+    ("notes from the quarterly planning meeting we had with the design team", False),
+])
+def test_a_short_fragment_is_asked_as_a_question_is(message: str, asks: bool) -> None:
+    assert shared_scanner().scan(message).is_question is asks, message
+
+
+async def test_a_fragment_naming_what_memory_holds_fires() -> None:
+    held = Probe(0.1, words={"roofer": 1, "hired": 2, "gutters": 1},
+                 commonness={"roofer": 2.6, "hired": 4.4, "gutters": 2.9}, items=40)
+    assert (await decide("the roofer we hired for the gutters", held)).section == "episode"
+    assert (await decide("the roofer we hired for the gutters", Probe(0.1))).section == "none"
+
+
+@pytest.mark.parametrize("message", [
+    "Hosting a picnic for ten on Sunday — what should I bring?",
+    "Painting the nursery this weekend - what should I buy first?",
+])
+async def test_a_dash_sets_the_clause_that_asks_apart(message: str) -> None:
+    # A how-to after the dash: the date is the plan's, as anyone's would be.
+    assert shared_scanner().scan(message).personal.advice, message
+    assert (await decide(message, Probe(0.1))).section == "none", message
+
+
+@pytest.mark.parametrize("message", [
+    "What should my weekly food budget be?",
+    "I'm starting to run again. What should my first week look like?",
+])
+def test_what_the_users_own_plan_should_be_is_advice(message: str) -> None:
+    personal = shared_scanner().scan(message).personal
+    assert personal.advice and personal.asks_about_user is None, message
+
+
+def test_a_common_word_in_alternatives_counts_where_memory_holds_it_beyond_chance() -> None:
+    groups = (("allergy", "test"), ("sleep", "study"))
+    commonness = {"allergy": 3.6, "test": 5.2, "sleep": 5.05, "study": 5.3}
+    words = {"allergy": 1, "test": 1, "sleep": 1, "study": 1}
+    small = Evidence(0.1, words=words, commonness=commonness, items=16, size=220)
+    large = Evidence(0.1, words=words, commonness=commonness, items=900, size=80_000)
+    assert small.held_in_each(groups, 5.0, 0.01, 8) == ["allergy", "sleep"]
+    assert large.held_in_each(groups, 5.0, 0.01, 8) == []
