@@ -95,8 +95,7 @@ class Evidence:
         return [
             word for word, count in self.words.items()
             if count > 0 and not _names_nothing(word) and (
-                ((commonness := self.commonness.get(word)) is not None
-                 and commonness < EVERYDAY_ZIPF
+                ((commonness := self.commonness.get(word)) is not None and commonness < below
                  and self.beyond_chance(count, commonness))
                 or (commonness is None and count <= limit)
             )
@@ -131,8 +130,9 @@ class Evidence:
     ) -> list[str]:
         """For each group of the message's words, one that memory holds in a few items (at
         most `share` of them, or `least`) and that is less common than `below` in the
-        language (unknown commonness: the count alone decides); [] unless every group
-        has one."""
+        language, or short of everyday and held beyond chance ("sleep study" in a small
+        memory; unknown commonness: the count alone decides); [] unless every group has
+        one."""
         limit = max(least, share * self.items)
         held: list[str] = []
         for group in groups:
