@@ -283,11 +283,11 @@ class HeuristicGate:
                     return GateDecision("episode", why, "medium")
                 told = "told in full" if cues.particulars else "nothing stands out"
                 return GateDecision("none", f"a task, {told}: {seen}")
-            if evidence.beats(SITUATED_FULL_BLOCK):
+            # A request that brings its own particulars (counts, dates, several sentences
+            # of them) needs memory to stand out further: it already says what it needs.
+            if evidence.beats(NAMED if cues.particulars else SITUATED_FULL_BLOCK):
                 return GateDecision("episode", why)
             if cues.particulars:
-                # A request that brings its own particulars (counts, dates, several
-                # sentences of them) asks for nothing memory must add, unless it stands out.
                 return GateDecision("none", f"the user's situation, told in full: {seen}")
             if own is None and not personal.chooses and not evidence.beats(FOR_THE_USER):
                 # A fix or a how-to for it ("my phone battery drains fast, tips?") is the

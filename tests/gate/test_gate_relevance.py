@@ -972,3 +972,13 @@ def test_a_common_word_in_alternatives_counts_where_memory_holds_it_beyond_chanc
     large = Evidence(0.1, words=words, commonness=commonness, items=900, size=80_000)
     assert small.held_in_each(groups, 5.0, 0.01, 8) == ["allergy", "sleep"]
     assert large.held_in_each(groups, 5.0, 0.01, 8) == []
+
+
+async def test_a_situation_told_with_particulars_needs_more_for_the_whole_block() -> None:
+    # Above three in four reference prompts (0.32) but not nine in ten (0.36).
+    told = "We're hosting 12 people for my partner's 40th on Saturday. Any ideas for food?"
+    assert (await decide(told, Probe(0.33))).section == "none"
+    assert (await decide(told, Probe(0.37))).section == "episode"
+    pointed = "We're hosting a party for my partner on Saturday. Any ideas for food?"
+    decision = await decide(pointed, Probe(0.33))
+    assert (decision.section, decision.confidence) == ("episode", "high"), decision.reason
