@@ -516,6 +516,11 @@ LOOKUP_WORDS = 8
 # opens it ("we went ..."), a verb of its own ("the car is ...", "my sister has ...").
 STATING_OPENERS = word_set("i i'm im i've we we're you he she they it this there just")
 STATING_VERBS = word_set("is are was were am 's 're 'm has have will 'll can")
+# A word followed by one of these is a verb taking its object: "build a database of
+# dishes", "sort these numbers" ask for work.
+TAKEN_OBJECTS = word_set(
+    "a an the this that these those some all every each any my your our his her their its "
+    "me us him them it")
 FRAGMENT_ENDS = (".", "!", "?", "？", ":", "…")
 
 
@@ -532,7 +537,8 @@ def looks_up(words: Sequence[str]) -> bool:
     opening = spoken[0]
     if (opening in STATING_OPENERS or opening in WH_WORDS or _past(opening)
             or opening.endswith("ing") or not STATING_VERBS.isdisjoint(spoken)
-            or "please" in spoken):  # "two coffees please" asks for a thing done
+            or "please" in spoken  # "two coffees please" asks for a thing done
+            or (len(spoken) > 1 and spoken[1] in TAKEN_OBJECTS)):
         return False
     # After "my" a verb states what the thing did ("my cat threw up"), after a thing
     # named first it tells which one is meant ("the wine we liked").

@@ -929,6 +929,8 @@ def test_since_with_a_past_verb_dates_the_users_own_past() -> None:
     ("my car insurance renewal date", True),
     ("my brother is moving to Lyon", False),  # a verb of its own: it tells
     ("went to the lake with dana", False),
+    ("build a database of every pasta shape", False),  # a verb and its object: work
+    ("sort these names by surname", False),
     ("we loved the concert", False),
     ("my dog chewed the sofa", False),
     ("The roofer we hired in June.", False),  # a full stop ends a statement
