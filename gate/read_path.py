@@ -89,7 +89,9 @@ class MemoryReader(Protocol):
 
     async def reference_vectors(self, texts: tuple[str, ...]) -> Any: ...
 
-    async def word_counts(self, agent_id: str, text: str) -> tuple[dict[str, int], int]: ...
+    async def word_counts(
+        self, agent_id: str, text: str
+    ) -> tuple[dict[str, int], dict[str, int], int]: ...
 
     async def has_documents(self, agent_id: str) -> bool: ...
 
@@ -229,11 +231,12 @@ class ReadPath:
             }
             wanted = terms(text)
             # Which of the message's own words memory holds, and how rare each is there.
-            counts, items = await self.memory.word_counts(
+            counts, phrases, items = await self.memory.word_counts(
                 agent_id, content_of(own_words, language))
             latin = latin_language(own_words)
             return Evidence(
                 words=counts,
+                phrases=phrases,
                 items=items,
                 size=items * mean_words(found_items),
                 commonness={word: zipf(word, script_language(word) or latin)

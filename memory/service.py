@@ -55,7 +55,7 @@ from mnemoproxy.memory.search.hybrid import (
     SearchResult,
 )
 from mnemoproxy.memory.search.periods import period_asked
-from mnemoproxy.memory.search.query_terms import query_terms
+from mnemoproxy.memory.search.query_terms import query_terms, word_pairs
 from mnemoproxy.memory.search.vectors import VectorIndexes
 from mnemoproxy.memory.store import Store
 from mnemoproxy.memory.store.cipher import Cipher
@@ -443,11 +443,17 @@ class Memory(Management):
             self._measured.popitem(last=False)
         return measured.similarities
 
-    async def word_counts(self, agent_id: str, text: str) -> tuple[dict[str, int], int]:
-        """How many of the agent's items hold each of `text`'s search words (counted up to
-        WORD_COUNT_CAP), and how many items the agent has: what the agent's memory holds of
-        a message's words, and how rare each is there."""
-        return await self.store.term_counts(agent_id, query_terms(text), WORD_COUNT_CAP)
+    async def word_counts(
+        self, agent_id: str, text: str
+    ) -> tuple[dict[str, int], dict[str, int], int]:
+        """How many of the agent's items hold each of `text`'s search words, and each pair
+        of its neighbouring words as a phrase (counted up to WORD_COUNT_CAP), and how many
+        items the agent has: what the agent's memory holds of a message's words, and how
+        rare each is there."""
+        words, pairs = query_terms(text), word_pairs(text)
+        counts, items = await self.store.term_counts(
+            agent_id, list(dict.fromkeys([*words, *pairs])), WORD_COUNT_CAP)
+        return ({w: counts[w] for w in words}, {p: counts[p] for p in pairs}, items)
 
     async def reference_vectors(self, texts: tuple[str, ...]) -> np.ndarray:
         """The embeddings of `texts` (the gate's reference prompts), computed once: the

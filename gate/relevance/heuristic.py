@@ -223,8 +223,9 @@ class HeuristicGate:
             # A question of the user's own whose words memory holds, beyond everyday ones:
             # a thing, a place, a phrase they once used, however the question is worded.
             evidence = evidence or await self._probe(context.probe, cues.names)
-            held = [] if evidence is None else evidence.words_held(
-                OWN_WORD_ZIPF, RARE_SHARE, RARE_ITEMS)
+            held = [] if evidence is None else [
+                *evidence.words_held(OWN_WORD_ZIPF, RARE_SHARE, RARE_ITEMS),
+                *evidence.phrases_held(RARE_SHARE, RARE_ITEMS)]
             if held:
                 return GateDecision(
                     "episode", f"the user's own words memory holds: {', '.join(held[:4])}",
@@ -252,6 +253,15 @@ class HeuristicGate:
                     or _capitalised_in(held, message)):
                 return GateDecision(
                     "episode", f"names what only memory knows: {', '.join(held[:4])}",
+                    "medium")
+            # A phrase memory holds side by side in a few items, in a short lookup or a
+            # question that speaks of the user ("moms building gate code",
+            # "plumber guy name who fixed the sink?").
+            phrases = [] if evidence is None else evidence.phrases_held(RARE_SHARE, RARE_ITEMS)
+            if evidence is not None and phrases and (
+                    _speaks_of_memory(cues, evidence) or cues.words <= LOOKUP_WORDS):
+                return GateDecision(
+                    "episode", f"names a phrase memory holds: {', '.join(phrases[:2])}",
                     "medium")
             # A lookup of a name memory holds in a few items ("Who is Anthony?",
             # "Juniper's groomer?"), however common the word is elsewhere.
@@ -393,10 +403,10 @@ class HeuristicGate:
             return None
         if log.isEnabledFor(logging.DEBUG):  # why a decision went as it did
             log.debug("gate evidence: nearest %.2f above %.0f%% of requests; names %s; "
-                      "words held (items, Zipf) %s of %d items, about %d words",
+                      "words held (items, Zipf) %s, phrases %s of %d items, about %d words",
                       evidence.similarity, 100 * evidence.standing, list(evidence.names),
                       {w: (c, evidence.commonness.get(w)) for w, c in evidence.words.items()},
-                      evidence.items, evidence.size)
+                      dict(evidence.phrases), evidence.items, evidence.size)
         return evidence
 
 

@@ -69,6 +69,7 @@ class Evidence:
     chunk holds (in its text, title or heading), over `document_words` content words.
     words: how many of the agent's items hold each of the message's own words (its
     instruction's search words, the agent's common words aside), counted up to a cap;
+    phrases: the same for each pair of its neighbouring words, side by side;
     items: how many items the agent has; size: about how many words they hold together
     (0 where unknown).
     """
@@ -85,6 +86,26 @@ class Evidence:
     # that cannot be told, as for unspaced scripts).
     commonness: Mapping[str, float | None] = field(default_factory=dict)
     size: float = 0.0
+    phrases: Mapping[str, int] = field(default_factory=dict)
+
+    def phrases_held(self, share: float, least: int) -> list[str]:
+        """The pairs of the message's neighbouring words memory holds side by side in a
+        few items (at most `share` of them, or `least`) and beyond chance: "gate code",
+        "sleep study", a thing named where each word alone is common. A phrase is no more
+        common than its rarer word, so chance is reckoned from that word's commonness;
+        one with an everyday word ("last week", "make us") names nothing."""
+        limit = max(least, share * self.items)
+        held = []
+        for phrase, count in self.phrases.items():
+            if not 0 < count <= limit:
+                continue
+            found = [self.commonness.get(word) for word in phrase.split()]
+            known = [c for c in found if c is not None]
+            if len(known) == len(found) and (
+                    max(known) >= EVERYDAY_ZIPF or not self.beyond_chance(count, min(known))):
+                continue
+            held.append(phrase)
+        return held
 
     def words_held(self, below: float, share: float, least: int) -> list[str]:
         """The message's words memory holds that are less common than `below` in the

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from itertools import pairwise
 
 from mnemoproxy.memory.text.segments import has_unspaced, unspaced_terms
 from mnemoproxy.memory.text.words import STOP_WORDS
@@ -27,6 +28,9 @@ MATCH_BUDGET = 500
 # the sum alone dropped informative terms in mid-sized stores.
 TOTAL_BUDGETS = 2
 _WORD = re.compile(r"\w+")
+# Pairs are read within a clause: "the code, gate 4" pairs nothing across the comma.
+_CLAUSE_BREAK = re.compile(r"[^\w\s']+")
+MAX_PAIRS = 8
 
 # Casual spellings chat uses for words a question spells out, and back: "my gf and I" answers
 # "what did he do with his girlfriend?". Each side also finds the other.
@@ -55,6 +59,22 @@ def query_terms(text: str) -> list[str]:
     content = [word for word in words if word not in STOP_WORDS] or words
     expanded = [form for word in content for form in (word, *VARIANTS.get(word, ()))]
     return list(dict.fromkeys(expanded))[:MAX_TERMS]
+
+
+def word_pairs(text: str) -> list[str]:
+    """Each two neighbouring content words of `text` within a clause, as a phrase ("gate
+    code", "sleep study"): held verbatim, a pair names a thing where each word alone is
+    everyday. Words of unspaced scripts are paired already (see query_terms); at most
+    MAX_PAIRS, the first."""
+    pairs: list[str] = []
+    for clause in _CLAUSE_BREAK.split(text.lower()):
+        words = clause.split()
+        for first, second in pairwise(words):
+            if (first not in STOP_WORDS and second not in STOP_WORDS
+                    and first.isalpha() and second.isalpha()
+                    and not (has_unspaced(first) or has_unspaced(second))):
+                pairs.append(f"{first} {second}")
+    return list(dict.fromkeys(pairs))[:MAX_PAIRS]
 
 
 def quoted(term: str) -> str:

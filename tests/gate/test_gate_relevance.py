@@ -176,9 +176,11 @@ class Probe:
         words: dict[str, int] | None = None,
         items: int = 1000,
         commonness: dict[str, float | None] | None = None,
+        phrases: dict[str, int] | None = None,
     ):
         self.evidence = Evidence(similarity, REFERENCE, names, name_share, words=words or {},
-                                 items=items, commonness=commonness or {})
+                                 items=items, commonness=commonness or {},
+                                 phrases=phrases or {})
         self.delay, self.error = delay, error
         self.asked: list[list[str]] = []
 
@@ -190,7 +192,7 @@ class Probe:
         held = [name for name in self.evidence.names if name in names]  # as memory would
         e = self.evidence
         return Evidence(e.similarity, REFERENCE, held, e.name_share, words=e.words,
-                        items=e.items, commonness=e.commonness)
+                        items=e.items, commonness=e.commonness, phrases=e.phrases)
 
 
 async def decide(message: str, probe: Probe, entities=PETS) -> GateDecision:
@@ -984,3 +986,38 @@ async def test_a_situation_told_with_particulars_needs_more_for_the_whole_block(
     pointed = "We're hosting a party for my partner on Saturday. Any ideas for food?"
     decision = await decide(pointed, Probe(0.33))
     assert (decision.section, decision.confidence) == ("episode", "high"), decision.reason
+
+
+@pytest.mark.parametrize("message", [
+    "storage unit gate code",  # a short lookup
+    "Which tiler fitted my shower tray?",  # the user's own question
+])
+async def test_a_phrase_memory_holds_side_by_side_names_what_is_asked(message: str) -> None:
+    # Each word is common in the language; memory holds the two together in one item.
+    words = {"gate": 3, "code": 4, "shower": 2, "tray": 2, "storage": 2, "unit": 3}
+    held = Probe(0.1, words=words, commonness=dict.fromkeys(words, 5.3), items=40,
+                 phrases={"gate code": 1, "storage unit": 1, "shower tray": 1})
+    decision = await decide(message, held)
+    assert decision.section == "episode" and decision.confidence == "medium", decision.reason
+    assert "shower tray" in decision.reason or "gate code" in decision.reason
+    apart = Probe(0.1, words=words, commonness=dict.fromkeys(words, 5.3), items=40)
+    assert (await decide(message, apart)).confidence != "medium"  # the words alone: less
+
+
+async def test_a_phrase_in_a_longer_question_about_the_world_names_nothing() -> None:
+    held = Probe(0.1, phrases={"boiling point": 1}, items=900)
+    question = "Why does the boiling point of water drop at high altitude?"
+    assert (await decide(question, held)).section == "none"
+
+
+def test_a_phrase_a_large_memory_holds_by_chance_names_nothing() -> None:
+    # A phrase is no more common than its rarer word: in 80,000 words "shower" (Zipf 4.6)
+    # turns up about three times by chance, so the phrase once tells nothing.
+    commonness = {"shower": 4.6, "tray": 4.0, "last": 6.1, "week": 5.5}
+    def held(items: int, size: float, **phrases: int) -> list[str]:
+        return Evidence(0.1, commonness=commonness, items=items, size=size,
+                        phrases={k.replace("_", " "): v for k, v in phrases.items()}
+                        ).phrases_held(0.01, 8)
+    assert held(40, 600, shower_tray=1) == ["shower tray"]
+    assert held(900, 80_000, shower_tray=1) == []
+    assert held(40, 600, last_week=1) == []  # an everyday word names nothing

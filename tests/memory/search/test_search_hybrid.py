@@ -15,7 +15,7 @@ from mnemoproxy.memory import Memory
 from mnemoproxy.memory.embedders import HashingEmbedder
 from mnemoproxy.memory.models import EpisodeDraft, FactDraft
 from mnemoproxy.memory.search.hybrid import BM25_ONLY, NAME_LIFT, Fusion
-from mnemoproxy.memory.search.query_terms import affordable_terms
+from mnemoproxy.memory.search.query_terms import affordable_terms, word_pairs
 from mnemoproxy.memory.store.records import TranscriptMessage
 from tests.support.servers.proxy_server import make_settings
 
@@ -410,3 +410,20 @@ async def test_each_set_of_reference_prompts_keeps_its_own_spread(memory: Memory
     assert other != first
     assert await memory.reference_similarities("bilingual", english) == first
     assert await memory.reference_similarities("bilingual", german) == other
+
+
+def test_word_pairs_are_neighbouring_content_words_within_a_clause() -> None:
+    assert word_pairs("the plumber guy who fixed the water heater") == [
+        "plumber guy", "water heater"]
+    assert word_pairs("the code, gate four") == ["gate four"]  # nothing across the comma
+    assert word_pairs("what is it") == []
+
+
+async def test_word_counts_count_neighbouring_words_as_a_phrase(memory: Memory) -> None:
+    await say(memory, "agent", "the gate code at the storage unit is 4471",
+              "code review went fine, then gate 9 for boarding")
+    words, phrases, items = await memory.word_counts("agent", "storage unit gate code")
+    assert words["gate"] == 2 and words["code"] == 2
+    assert phrases["gate code"] == 1 and phrases["storage unit"] == 1  # side by side once
+    assert phrases["unit gate"] == 0
+    assert items == 2
