@@ -255,8 +255,8 @@ class HeuristicGate:
                     "episode", f"names what only memory knows: {', '.join(held[:4])}",
                     "medium")
             # A phrase memory holds side by side in a few items, in a short lookup or a
-            # question that speaks of the user ("moms building gate code",
-            # "plumber guy name who fixed the sink?").
+            # question that speaks of the user ("moms building gate code", "did the sleep
+            # study results come back before my trip?").
             phrases = [] if evidence is None else evidence.phrases_held(RARE_SHARE, RARE_ITEMS)
             if evidence is not None and phrases and (
                     _speaks_of_memory(cues, evidence) or cues.words <= LOOKUP_WORDS):

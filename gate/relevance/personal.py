@@ -511,7 +511,7 @@ def _own_past(words: Sequence[str], opening: Sequence[str], told: bool = False) 
 
 # A lookup typed as into a search box is short ("truckee cabin wifi pw", "the guy i
 # bought the canoe off"); a longer message without a mark tells or asks for work.
-LOOKUP_WORDS = 8
+FRAGMENT_WORDS = 8
 # Words that make a sentence state something rather than name a thing: a subject that
 # opens it ("we went ..."), a verb of its own ("the car is ...", "my sister has ...").
 STATING_OPENERS = word_set("i i'm im i've we we're you he she they it this there just")
@@ -532,7 +532,7 @@ def looks_up(words: Sequence[str]) -> bool:
     if not words or words[-1] in FRAGMENT_ENDS:
         return False
     spoken = [w for w in words if w.isalpha() or "'" in w]
-    if not 2 <= len(spoken) <= LOOKUP_WORDS:
+    if not 2 <= len(spoken) <= FRAGMENT_WORDS:
         return False
     opening = spoken[0]
     if (opening in STATING_OPENERS or opening in WH_WORDS or _past(opening)
