@@ -133,7 +133,7 @@ def split_request(text: str) -> Request:
         instruction = text.strip().split("\n", 1)[0]
     request = Request(instruction, "\n".join(material).strip())
     if not request.has_payload:
-        return _by_paragraphs(text) or request
+        return _by_paragraphs(text) or _by_pointing_sentence(text) or request
     return request
 
 
@@ -157,6 +157,30 @@ def _by_paragraphs(text: str) -> Request | None:
         material = [p for p, q in zip(paragraphs, quoted, strict=True) if q]
         return Request("\n\n".join(own), "\n\n".join(material))
     return None
+
+
+# An opening sentence this short that acts on "this" is an instruction ("turn this into
+# bullet points.") and what follows it, in the same paragraph, its material.
+MAX_POINTING_CHARS = 100
+_SENTENCE_END = re.compile(r"[.!?]\s")
+POINTED_OBJECTS = word_set("this these")
+NOT_ACTING = word_set("is are was were does do did can could would will should has have had")
+
+
+def _by_pointing_sentence(text: str) -> Request | None:
+    """Material after an opening sentence that does something to it ("Summarize this.
+    Last week our team ..."): the sentence is the instruction, the rest the payload."""
+    stripped = text.strip()
+    end = _SENTENCE_END.search(stripped, 0, MAX_POINTING_CHARS + 1)
+    if end is None:
+        return None
+    head, rest = stripped[: end.end()].strip(), stripped[end.end():].strip()
+    words = [w.lower() for w in _WORD.findall(head)]
+    acting = (len(words) >= 2 and words[0] not in NOT_ACTING and words[0] not in FIRST_PERSON
+              and (words[1] in POINTED_OBJECTS or words[1:3] == ["the", "following"]))
+    if not acting or FIRST_PERSON.intersection(words) or len(rest) < MIN_INLINE_PAYLOAD_CHARS:
+        return None
+    return Request(head, rest)
 
 
 def _points_at_material(words: list[str]) -> bool:
@@ -200,10 +224,23 @@ def _handed_over(line: str, instruction_elsewhere: bool) -> tuple[str, str] | No
     if _LABEL.match(line) and instruction_elsewhere and " ".join(words) not in OWN_LABELS:
         return head, rest
     if len(words) <= 12 and len(rest.strip()) >= MIN_INLINE_PAYLOAD_CHARS and (
-        HANDING_OVER.intersection(words)
+        HANDING_OVER.intersection(words) or _enumerates(rest)
     ):
         return head, rest
     return None
+
+
+# Items listed after a colon ("rank these: The Velvet Forks, Neon Lullaby, Dust & Static")
+# are things to work on when there are this many, each a few words.
+MIN_LISTED = 3
+MAX_ITEM_WORDS = 5
+
+
+def _enumerates(text: str) -> bool:
+    items = text.strip().rstrip(".!").split(",")  # a question at its end is the user's
+    return len(items) >= MIN_LISTED and all(
+        0 < len(item.split()) <= MAX_ITEM_WORDS and not any(m in item for m in ".?!")
+        for item in items)
 
 
 # A straight single quote opens a quotation where no letter is before it and one follows,

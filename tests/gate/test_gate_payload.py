@@ -36,6 +36,14 @@ from mnemoproxy.gate.relevance.payload import split_request
          "Suggest a title for the given recipe.", "my gran"),
         ("Shorten the email without losing its tone.\n\nHi Ana, we moved yesterday.",
          "Shorten the email without losing its tone.", "we moved"),
+        # An opening sentence that acts on "this", its material after it.
+        ("Make these into a timeline. Last spring we moved; in June my son started school.",
+         "Make these into a timeline.", "my son"),
+        ("condense the following! our quarterly sync ran long because I overran my slot",
+         "condense the following!", "my slot"),
+        # Items listed after a colon are things to work on.
+        ("order these by price: my old Kindle, our spare tent, the blue kayak, two oars",
+         "order these by price:", "our spare tent"),
         # A sentence named as such is material, however short.
         ("Is the sentence 'We sold our car' passive?", "Is the sentence  …  passive?",
          "We sold our car"),
@@ -64,6 +72,11 @@ def test_material_is_set_apart(message: str, instruction: str, in_payload: str) 
         # A title in double quotes: its words capitalised.
         'Did I ever finish "The Brothers Karamazov and Other Stories"?',
         'What does the word "saudade" mean, and did my aunt use it?',
+        # A question about "this", or help asked for the user, is no instruction on it.
+        "Is this normal? My cat has slept most of the day since we moved house.",
+        "Help me with this. My landlord kept the deposit after we moved out in May.",
+        # A list that ends in the user's question is theirs.
+        "my week: gym on monday, dentist on tuesday, and what was wednesday?",
         # Material named by the user's own words is theirs to ask about.
         "Remember the email I sent my landlord?\n\nWhat did he answer?",
     ],
@@ -78,7 +91,8 @@ def test_the_users_own_words_stay_theirs(message: str) -> None:
     "text",
     ["\n" * 100_000, "“" * 100_000, '"' * 100_000, "a:\n" * 50_000, "1. x\n" * 50_000,
      "x: y\n" * 50_000, "this: " + "a" * 100_000, "猫 a " * 30_000, "a\n\n" * 50_000,
-     "'" * 100_000, " 'a" * 50_000, "a' " * 50_000, "“Aa " * 50_000 + "”"],
+     "'" * 100_000, " 'a" * 50_000, "a' " * 50_000, "“Aa " * 50_000 + "”",
+     "fix this " * 50_000 + ". ok"],
 )
 def test_adversarial_text_is_read_in_linear_time(text: str) -> None:
     started = time.process_time()
