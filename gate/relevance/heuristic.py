@@ -3,8 +3,9 @@
 In order, the first that speaks decides:
 
 1. Explicit memory cues (cues.py): "what's my name?", "what did I say", "last week",
-   "remind me", "where was it again?", "what did you tell me", "my favourite". Memory,
-   whole budget.
+   "remind me what we planned", "where did I park again?", "what did you tell me", "my
+   favourite". Memory, whole budget. Asked back without a word of anyone ("who was the
+   plumber again?") it may be a refresher: the evidence decides.
 2. A question about the user's own past ("How many bikes do I own?", "Which show did I
    start first?", "Who gave me the mixer?"): memory, whole budget.
 3. A task anyone could ask for ("Write a poem", "Explain ...", "What if ...") that does
@@ -41,6 +42,7 @@ import logging
 
 from mnemoproxy.gate.relevance.languages import Shape, read_shape
 from mnemoproxy.gate.relevance.payload import split_request
+from mnemoproxy.gate.relevance.personal import FRAGMENT_WORDS
 from mnemoproxy.gate.relevance.scan import Cues, shared_scanner
 from mnemoproxy.gate.relevance.types import (
     Evidence,
@@ -264,11 +266,14 @@ class HeuristicGate:
                     "episode", f"names a phrase memory holds: {', '.join(phrases[:2])}",
                     "medium")
             # A lookup of a name memory holds in a few items ("Who is Anthony?",
-            # "Juniper's groomer?"), however common the word is elsewhere.
-            named = [] if evidence is None or cues.words > LOOKUP_WORDS else [
+            # "Juniper's groomer?"), however common the word is elsewhere; or of what
+            # such a name owns, however written ("what time is theo's swimming").
+            named = [] if evidence is None else [
                 word for word in evidence.words_held(OWN_WORD_ZIPF, RARE_SHARE, RARE_ITEMS)
                 if word in evidence.rare_words_held(RARE_SHARE, RARE_ITEMS, OWN_WORD_ZIPF)
-                and _written_as_name(word, message, opening=False)]
+                and ((word in cues.owners and cues.words <= FRAGMENT_WORDS)
+                     or (cues.words <= LOOKUP_WORDS
+                         and _written_as_name(word, message, opening=False)))]
             if named:
                 return GateDecision(
                     "episode", f"looks up a name memory holds: {named[0]}", "medium")
@@ -324,6 +329,10 @@ class HeuristicGate:
         if (evidence.names and not personal.advice
                 and evidence.beats(CENTRAL_NAME if central else NAMED)):
             return GateDecision("episode", f"names memory holds: {names}, {seen}", "medium")
+        if cues.asked_back is not None and evidence.beats(OWN_QUESTION):
+            # A thing asked back presumes it was told: memory near it is where.
+            return GateDecision(
+                "episode", f"asked back: '{cues.asked_back}', {seen}", "low")
         if own is not None and evidence.beats(OWN_QUESTION):
             # Only this user's memory answers a question about their own life ("what's
             # the name of my best friend from college?"): it needs less to stand out.

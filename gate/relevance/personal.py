@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from mnemoproxy.gate.relevance.cues import TASK_OBJECTS, word_set
+from mnemoproxy.gate.relevance.cues import REQUEST_VERBS, TASK_OBJECTS, word_set
 
 WH_WORDS = word_set("what which where when who whom whose how why whats wat wut wats")
 # "How many pages have I read" asks about the user; "how do I" starts a how-to.
@@ -134,14 +134,24 @@ CONDITIONING = word_set("given for with considering despite around within under 
 # Words after which a subject starts a clause inside the question, not its own subject.
 SUBORDINATING = LIKENING | WH_WORDS | word_set(
     "if when whenever while because unless before after until though although whereas whether")
+# Words that cannot be the verb after a subject: "i before e" is no doing of the user's.
+NO_VERB = SUBORDINATING | CONDITIONING | ARTICLES | word_set("and or but of in on at to from by")
 # "since I don't live there" gives a reason; "since I bought it" dates the user's own past.
 SINCE = word_set("since once")
 # Question words that open a question about a thing, not a clause of time or manner
 # ("when I baked it, it collapsed").
 ASKING_A_THING = word_set("what which who where whats wat wut")
+# Verbs that ask to work out a figure: "add up what I paid", "tally the miles we ran".
+TALLYING = word_set("add sum count total tally figure work")
+QUANTITIES = word_set("much many long often")
+THE_WORDS = word_set("the all every each")
+AT_HAND = word_set("this these here above below attached pasted")
 # Past forms that do not end in "-ed": "where I put the spare key", "what I paid for it".
 IRREGULAR_PAST = GIVING | word_set(
-    "paid put left met spent took said went saw ate read kept lost found chose wore")
+    """paid put left met spent took said went saw ate read kept lost found chose wore began
+    brought built caught came dug drew drank drove fell fed felt fought flew forgot froze
+    grew hung heard hid held knew lent rode rang rose ran sold shook shot slept spoke stood
+    stole stuck swam swung tore thought threw understood woke won wrote""")
 
 REQUESTING = word_set("can could would will please give tell suggest recommend any")
 VIEW_VERBS = word_set("think recommend suggest reckon advise believe feel say")
@@ -155,6 +165,13 @@ ASKING_FOR = word_set(
 CHOOSING = word_set(
     "recommend recommendation recommendations suggest suggestion suggestions ideas pick choose"
 )
+# "What <thing> should I get", "any <things> I should learn": a thing chosen for the user.
+CHOICE_OPENERS = word_set("what which any")
+MAX_THING_WORDS = 3
+# A measure is worked out, not chosen to taste: "what temperature should I bake it at".
+MEASURES = word_set(
+    """time temperature size age amount number percentage speed length distance weight
+    height width depth level setting angle ratio dose dosage pressure voltage""")
 # "What's a good way to ...", "What is the best way to ...": advice anyone could ask; so
 # is any superlative way ("the easiest way to ...").
 ADVICE_WAYS = (("good", "way"), ("best", "way"), ("how", "to"))
@@ -171,6 +188,7 @@ ORDER_WORDS = word_set("first last earlier later before after between recently s
                        "latest earliest")
 # What sets a clause apart inside a sentence.
 CLAUSE_MARKS = frozenset([",", "-", "–", "—"])
+ACTED_ON = word_set("it them one him her")
 # What closes one of the alternatives a question sets against each other.
 BREAKS = frozenset([",", ":", ";", "-", "–", "—", "?", "!", ".", "(", ")"])
 
@@ -245,6 +263,9 @@ def read_sentence(words: Sequence[str], signals: Personal, first_sentence: bool)
         # A clause asked after a statement follows something told, as a later sentence does.
         signals.asks_about_user = _speaks_of_user(part, told or part is not words)
     _weigh_question(words, opening, asks, signals)
+    if signals.for_the_user is None:
+        signals.for_the_user = _thing_chosen(words)
+        signals.chooses = signals.chooses or signals.for_the_user is not None
     if signals.for_the_user is None and not ASKING_FOR.isdisjoint(words):
         # The user as the one it is for ("where I can learn", "for my garden", "for me"),
         # not merely as the one given it ("give me ten ideas").
@@ -255,6 +276,27 @@ def read_sentence(words: Sequence[str], signals: Personal, first_sentence: bool)
         )
         if beneficiary is not None:
             signals.for_the_user = f"{next(w for w in words if w in ASKING_FOR)} ... {beneficiary}"
+
+
+def _thing_chosen(words: Sequence[str]) -> str | None:
+    """A thing the user is to choose, asked for them: "what office chair should I get",
+    "any pieces I could learn next", "which tent should we take": their tastes and
+    circumstances decide it, as in a request for a recommendation."""
+    for i, word in enumerate(words):
+        if word not in CHOICE_OPENERS:
+            continue
+        for at in range(i + 2, min(i + 2 + MAX_THING_WORDS, len(words) - 2)):
+            pair = (words[at], words[at + 1])
+            # "what chair should I get", or a relative clause: "any pieces I should learn"
+            if ((pair[0] in MODALS and pair[1] in SUBJECTS and words[at + 2].isalpha())
+                    or (pair[0] in SUBJECTS and pair[1] in MODALS)):
+                thing = words[i + 1:at]
+                # "what questions should I ask": words to say, not a thing to choose
+                if all(w.isalpha() and w not in NOT_A_THING and w not in MEASURES
+                       and w not in TASK_OBJECTS for w in thing):
+                    return f"{word} {' '.join(thing)} {' '.join(pair)}"
+                break
+    return None
 
 
 def _weigh_question(
@@ -346,6 +388,8 @@ def _alternatives(words: Sequence[str]) -> tuple[tuple[str, ...], ...]:
         groups = [g for g in listed if g]
         return (*groups, second) if groups and second else ()
     first = phrase(back_to_break(words[:at]))
+    if first and second and first[-1] in ACTED_ON and second[-1] in ACTED_ON:
+        return ()  # "fix it or sell it?": two things to do with one thing, not two things
     return (first, second) if first and second else ()
 
 
@@ -469,13 +513,21 @@ def _own_past(words: Sequence[str], opening: Sequence[str], told: bool = False) 
     if not opening or _howto(opening, told):
         return None
     wh = opening[0] in WH_WORDS
+    # "tell me where I parked", "add up what I paid for gas": a request for it
+    # ("explain what I missed in this proof" works on the text at hand).
+    bidding = ((opening[0] in REQUEST_VERBS or opening[0] in TASK_OPENERS
+                or opening[0] in TALLYING) and not _points_at_hand(words))
     addressed = False  # "you" came first: the question asks the model's view
     for i in range(len(words) - 1):
         pair = (words[i], words[i + 1])
         addressed = addressed or pair[0] in SECOND_PERSON
-        if not wh or addressed:
+        if addressed:
             continue
         before = words[i - 1] if i > 0 else ""
+        if not wh:
+            if bidding and _done_by_user(words, i):
+                return " ".join(pair)
+            continue
         if _how_to(words, i):  # "... and how do we introduce her", "where do I start?"
             continue
         if before == "why" and pair[0] in PRESENT_AUX:  # a reason for how things are
@@ -491,8 +543,8 @@ def _own_past(words: Sequence[str], opening: Sequence[str], told: bool = False) 
         asked_how = i > 1 and (
             _how_to(words, i - 1) or (words[i - 2] == "why" and before in PRESENT_AUX))
         if (pair[0] in SUBJECTS and pair[1].isalpha() and pair[1] not in NOT_OWN_DOING
-                and before not in NOT_OWN_DOING and before not in SUBORDINATING
-                and not asked_how):
+                and pair[1] not in NO_VERB and before not in NOT_OWN_DOING
+                and before not in SUBORDINATING and not asked_how):
             return " ".join(pair)
         # "wat i named the bunny", "where I parked at the airport": the question word
         # opening the sentence asks of the user's past doing, its auxiliary left out.
@@ -543,6 +595,27 @@ def looks_up(words: Sequence[str]) -> bool:
     # After "my" a verb states what the thing did ("my cat threw up"), after a thing
     # named first it tells which one is meant ("the wine we liked").
     return opening not in POSSESSIVES or not any(_past(w) for w in spoken)
+
+
+def _points_at_hand(words: Sequence[str]) -> bool:
+    """Whether a word points at material at hand ("this proof", "the code below"), not at
+    a time ("this year")."""
+    return any(
+        word in AT_HAND and (i + 1 == len(words) or (word, words[i + 1]) not in ANCHOR_PAIRS)
+        for i, word in enumerate(words))
+
+
+def _done_by_user(words: Sequence[str], at: int) -> bool:
+    """Whether a subject at `at`, then a past verb, is a clause about what the user did
+    that a request asks after: "where I parked", "how much we spent", "the places we
+    visited"; not a clause of the request's own ("saying I quit", "if we moved")."""
+    if at < 1 or at + 1 >= len(words) or words[at] not in SUBJECTS or not _past(words[at + 1]):
+        return False
+    before = words[at - 1]
+    return (before in ASKING_A_THING or before in QUANTITIES
+            or (at >= 2 and (words[at - 2] in THE_WORDS or words[at - 2] in QUANTITIES)
+                and before.isalpha() and before not in NOT_A_THING
+                and before not in TASK_OBJECTS))
 
 
 def _past(word: str) -> bool:

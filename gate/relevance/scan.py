@@ -98,6 +98,12 @@ class Cues:
     # Capitalised words past a sentence's start and quoted phrases: possible names of
     # people, places and things the agent's memory may know.
     names: list[str] = field(default_factory=list)
+    # Asked to be reminded of what speaks of no one ("who was the plumber again?"): a
+    # refresher anyone might ask, or a thing told before; the matched words.
+    asked_back: str | None = None
+    # Words that own something, however written ("theo's swimming", "the cabin's wifi"):
+    # a person or a thing in particular.
+    owners: list[str] = field(default_factory=list)
     # The request brings its own particulars: a number, or more than a short question's
     # worth of sentences or words.
     particulars: bool = False
@@ -147,10 +153,13 @@ class CueScanner:
                 # Read as the question it is, with its mark.
                 lowered.append("?")
                 cues.is_question = True
+            # "Remind me who the plumber was" asks "who was the plumber?".
+            cues.is_question = cues.is_question or _asks_to_be_reminded(lowered)
             sentence_words = set(lowered)
             words |= sentence_words
             word_count += sum(map(str.isalpha, lowered))
             read_sentence(lowered, cues.personal, first_sentence=number == 0)
+            cues.owners.extend(_owners(lowered))
             for name in _names(tokens):
                 if len(cues.names) < MAX_NAMES and name not in cues.names:
                     cues.names.append(name)
@@ -179,6 +188,8 @@ class CueScanner:
             label = self._nlp.vocab.strings[match_id]
             if label not in left_out:
                 cues.matches.setdefault(label, doc[start:end].text)
+            elif label == "recall":
+                cues.asked_back = cues.asked_back or doc[start:end].text
 
     def _entity_matcher(self, known_entities: Sequence[str]) -> Any:
         """A PhraseMatcher for the names, cached per distinct set of names."""
@@ -217,19 +228,42 @@ CLAUSE_BOUND = frozenset({"calendar", "preference"})
 # A question asked with its question word last, as chat does: "my mom's birthday is when".
 WH_LAST = frozenset({"when", "where", "who", "what", "which", "how"})
 PERSONS = FIRST_PERSON | SECOND_PERSON
+POSSESSIVE_ENDINGS = frozenset({"'s", "’s"})
 # A message opening with one of these is a question or a request already.
 ASKING_OPENERS = INTERROGATIVES | REQUEST_VERBS
 
 
 def _clause_only(words: Sequence[str]) -> frozenset[str]:
-    """The clause-bound cue labels this sentence cannot carry: all of them unless it asks
-    (a question or a request), and the date cue unless it also speaks of a person."""
+    """The cue labels this sentence cannot carry: the clause-bound ones unless it asks (a
+    question or a request), the date cue unless it also speaks of a person, and a request
+    to be reminded unless it speaks of someone besides the asking "me"."""
     opening = next((w for w in words if w.isalpha() and w not in LEADING_FILLERS), "")
     asks = bool(words) and (words[-1] in ("?", "？") or opening in INTERROGATIVES
                             or opening in REQUEST_VERBS)
-    if not asks:
-        return CLAUSE_BOUND
-    return frozenset() if not PERSONS.isdisjoint(words) else frozenset({"calendar"})
+    left_out = set() if asks else set(CLAUSE_BOUND)
+    if PERSONS.isdisjoint(words):
+        left_out.add("calendar")
+    if not _speaks_of_someone(words) or _reminded_how_to(words):
+        # "Remind me how the electoral college works", "what's the formula for a
+        # circle's area again?", "remind me how to convert a recipe to grams": a refresher
+        # anyone might ask; the evidence decides.
+        left_out.add("recall")
+    return frozenset(left_out)
+
+
+def _reminded_how_to(words: Sequence[str]) -> bool:
+    return any(words[i:i + 4] == ["remind", "me", "how", "to"] for i in range(len(words) - 3))
+
+
+def _asks_to_be_reminded(words: Sequence[str]) -> bool:
+    return any(words[i:i + 2] == ["remind", "me"] and words[i + 2] in INTERROGATIVES
+               for i in range(len(words) - 2))
+
+
+def _speaks_of_someone(words: Sequence[str]) -> bool:
+    """Whether a person word is in the sentence other than the "me" of "remind me"."""
+    return any(word in PERSONS and not (word == "me" and i > 0 and words[i - 1] == "remind")
+               for i, word in enumerate(words))
 
 
 def _one_edit_apart(a: str, b: str) -> bool:
@@ -291,6 +325,11 @@ def _names(tokens: Sequence[Any]) -> list[str]:
     if run:
         names.append(" ".join(run))
     return names
+
+
+def _owners(words: Sequence[str]) -> list[str]:
+    return [word for word, after in pairwise(words)
+            if after in POSSESSIVE_ENDINGS and word.isalpha() and word not in PERSONS]
 
 
 def _first_match(matcher: Any, doc: Any) -> str | None:

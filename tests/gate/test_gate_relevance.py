@@ -70,9 +70,6 @@ CASES = [
     ("What did you tell me about sourdough starters?", "episode"),
     ("Which book did you recommend?", "episode"),
     ("You mentioned me a podcast, which one was it?", "episode"),
-    # asked to be reminded of a particular
-    ("Who was the plumber again?", "episode"),
-    ("The hotel in Porto, where was it again?", "episode"),
     # preferences and decisions
     ("What do I like to eat?", "pinned"),
     ("What's my favourite colour?", "pinned"),
@@ -87,8 +84,16 @@ CASES = [
     ("What is the order of the six museums I visited?", "episode"),
     ("How many dozen eggs do we have left?", "episode"),
     ("Did I ever finish that puzzle?", "episode"),
+    # asked for in a request: what the user did, where, how much
+    ("Tell me where I parked at the airport.", "episode"),
+    ("add up what we paid for the ferry tickets", "episode"),
+    ("List the towns we stayed in on the coast trip, the ones we liked.", "episode"),
+    ("count the mornings I swam this month", "episode"),
     # nothing to recall, or nothing to decide without retrieval
     ("What's 2 + 2?", "none"),
+    ("Explain what I missed in this proof.", "none"),  # the text at hand
+    ("Fix the bug I introduced in the parser", "none"),
+    ("Write a resignation letter saying I accepted another offer.", "none"),
     ("Write a haiku about autumn", "none"),
     ("Rewrite your previous answer as a limerick", "none"),
     ("Translate 'good morning' into French", "none"),
@@ -199,6 +204,31 @@ async def decide(message: str, probe: Probe, entities=PETS) -> GateDecision:
     return await HeuristicGate().decide(
         message, GateContext(known_entities=entities, probe=probe)
     )
+
+
+@pytest.mark.parametrize("message", [
+    "Who was the plumber again?",
+    "The hotel in Porto, where was it again?",
+    "remind me who the plumber was",
+])
+async def test_a_reminder_of_no_ones_doing_is_decided_by_the_evidence(message: str) -> None:
+    # Asked back without a word of the user or the assistant, a particular may be
+    # memory's or anyone's ("remind me how the electoral college works"): memory near it,
+    # beyond nine in ten reference prompts, says it was told.
+    near = await decide(message, Probe(0.37))
+    assert (near.section, near.confidence) == ("episode", "low"), near.reason
+    assert near.reason.startswith("asked back")
+    assert (await decide(message, Probe(0.3))).section == "none"
+
+
+@pytest.mark.parametrize("message", [
+    "remind me how a bill becomes law",
+    "what's the rule for who and whom again?",
+    "how does that mnemonic go again, i before e except after c?",
+])
+async def test_a_refresher_anyone_might_ask_is_no_recall(message: str) -> None:
+    decision = await decide(message, Probe(0.15))
+    assert decision.section == "none", decision.reason
 
 
 def test_evidence_is_read_against_the_agents_own_spread() -> None:
@@ -819,6 +849,48 @@ async def test_a_fix_for_the_users_situation_needs_memory_to_hold_something_of_i
 async def test_a_choice_or_a_view_asked_for_the_user_keeps_a_small_block(message: str) -> None:
     weak = await decide(message, Probe(0.15))
     assert (weak.section, weak.confidence) == ("episode", "low"), weak.reason
+
+
+@pytest.mark.parametrize("message", [
+    "what office chair should i get",
+    "Any novels I could read next?",
+    "which tent should we take",
+])
+async def test_a_thing_to_choose_is_asked_for_the_user(message: str) -> None:
+    # Their tastes decide it: memory near the question, a small block; nothing, none.
+    assert (await decide(message, Probe(0.15))).section == "none", message
+    near = await decide(message, Probe(0.30))
+    assert (near.section, near.confidence) == ("episode", "low"), near.reason
+
+
+async def test_what_a_name_memory_holds_owns_is_looked_up_however_written() -> None:
+    held = Probe(0.2, words={"theo": 1, "swimming": 1, "earth": 1},
+                 commonness={"theo": 3.7, "swimming": 4.4, "earth": 5.3}, items=10)
+    decision = await decide("what time is theo's swimming on thursdays", held)
+    assert (decision.section, decision.reason) == (
+        "episode", "looks up a name memory holds: theo")
+    # An everyday owner is no name: "the earth's" is anyone's.
+    assert (await decide("how old is the earth's crust", held)).section == "none"
+
+
+@pytest.mark.parametrize("message", [
+    "remind me how to convert a recipe to grams in my head",
+    "My old laptop's hinge snapped. Fix it or replace it?",
+])
+async def test_a_how_to_or_two_things_to_do_is_no_recall(message: str) -> None:
+    moving = Probe(0.2, words={"fix": 1, "replace": 1}, commonness={"fix": 4.6, "replace": 4.5},
+                   items=1000)
+    decision = await decide(message, moving)
+    assert decision.section == "none", decision.reason
+
+
+@pytest.mark.parametrize("message", [
+    "what temperature should i bake salmon at",
+    "What questions should I ask at the end of an interview?",
+    "What size pot should I use for a monstera?",
+])
+async def test_a_measure_to_work_out_is_no_choice(message: str) -> None:
+    assert (await decide(message, Probe(0.30))).section == "none", message
 
 
 @pytest.mark.parametrize("message", ["Marlowe's vet?", "Who is Marlowe?", "And Marlowe?"])
