@@ -31,9 +31,9 @@ from mnemoproxy.memory import (
     Kind,
     SearchResult,
     detect_language,
+    everyday_zipf,
     latin_language,
-    script_language,
-    zipf,
+    word_languages,
 )
 
 # Of the block's budget, how much a decision of each confidence may fill: a weak signal
@@ -239,7 +239,7 @@ class ReadPath:
                 phrases=phrases,
                 items=items,
                 size=items * mean_words(found_items),
-                commonness={word: zipf(word, script_language(word) or latin)
+                commonness={word: everyday_zipf(word, word_languages(word, language, latin))
                             for word in counts},
                 similarity=nearest_message(found_items),
                 # Asked in the message's language: any message is nearer to a memory in
@@ -339,6 +339,6 @@ def document_share(wanted: set[str], results: Sequence[SearchResult]) -> float:
 
 def _warm_up() -> None:
     count_tokens("warm up")
-    zipf("warm", latin_language("warm up"))  # the language's word lists
+    everyday_zipf("warm", (latin_language("warm up"),))  # the language's word lists
     # Whatever the gate mode, the lexical scanner is used (directly or as the fallback).
     HeuristicGate().lexical("warm up", GateContext())

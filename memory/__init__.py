@@ -26,8 +26,13 @@ from mnemoproxy.memory.service import Memory
 from mnemoproxy.memory.store.conversations.threads import ThreadSummary
 from mnemoproxy.memory.store.knowledge.documents import StoredChunk, StoredDocument
 from mnemoproxy.memory.store.records import Fact
-from mnemoproxy.memory.text.language import detect_language, latin_language, script_language
-from mnemoproxy.memory.text.rarity import zipf
+from mnemoproxy.memory.text.language import (
+    detect_language,
+    latin_language,
+    script_language,
+    word_languages,
+)
+from mnemoproxy.memory.text.rarity import everyday_zipf, zipf
 from mnemoproxy.memory.text.sentences import sentence_spans, sentences
 from mnemoproxy.memory.text.words import CHATTER, STOP_WORDS, WORD, content_words, stem
 from mnemoproxy.memory.write.documents import DOCUMENT_EXTENSIONS
@@ -57,10 +62,12 @@ __all__ = [
     "Turn",
     "content_words",
     "detect_language",
+    "everyday_zipf",
     "latin_language",
     "script_language",
     "sentence_spans",
     "sentences",
     "stem",
+    "word_languages",
     "zipf",
 ]

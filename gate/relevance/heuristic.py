@@ -388,7 +388,9 @@ class HeuristicGate:
         # is a topic both touch. A pair of characters whose commonness cannot be told
         # (unspaced scripts) counts only in the user's own question: elsewhere pairs cut
         # across words ("里的").
-        held = evidence.rare_words_held(RARE_SHARE, RARE_ITEMS, OWN_WORD_ZIPF, unknown=False)
+        # A piece of a quoted title ("博士" of 『博士の愛した数式』) names nothing of its own.
+        held = [word for word in evidence.rare_words_held(
+            RARE_SHARE, RARE_ITEMS, OWN_WORD_ZIPF, unknown=False) if not shape.in_title(word)]
         named = [word for word in held if word in shape.names]
         if named:
             return GateDecision("episode", f"names someone memory holds ({language}): "

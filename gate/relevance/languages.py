@@ -256,6 +256,13 @@ class Shape:
     particular: bool = False
     # Words written as names, inside a sentence ("la prima Marta"), lower-cased.
     names: frozenset[str] = frozenset()
+    # What the message quotes as a title (『博士の愛した数式』, «Patria»), lower-cased.
+    titles: tuple[str, ...] = ()
+
+    def in_title(self, word: str) -> bool:
+        """Whether a search term (a word, or a pair of characters) is a piece of a title."""
+        joined = word.replace(" ", "")
+        return any(joined in title for title in self.titles)
 
 
 def read_shape(text: str, language: str) -> Shape | None:
@@ -272,7 +279,7 @@ def read_shape(text: str, language: str) -> Shape | None:
         return Shape(any(word in own for word in lexicon.first_person),
                      asks or found(lexicon.questions), found(lexicon.tasks),
                      found(lexicon.recall), found(lexicon.general),
-                     found(lexicon.particular))
+                     found(lexicon.particular), titles=_titles_in(stripped))
     words = [w.lower() for w in _WORD.findall(stripped)]
     vocabulary = set(words)
     if lexicon.reading == "prefixes":
@@ -282,7 +289,8 @@ def read_shape(text: str, language: str) -> Shape | None:
                      any(word in stripped for word in lexicon.tasks),
                      any(word in stripped for word in lexicon.recall),
                      any(word in stripped for word in lexicon.general),
-                     any(word in stripped for word in lexicon.particular))
+                     any(word in stripped for word in lexicon.particular),
+                     titles=_titles_in(stripped))
     # Two words may say it together ("por qué", "noch mal"): looked up joined by "_".
     said = vocabulary | {f"{a}_{b}" for a, b in pairwise(words)}
     first_person = not vocabulary.isdisjoint(lexicon.first_person) or any(
@@ -305,7 +313,16 @@ def read_shape(text: str, language: str) -> Shape | None:
             first_person and not particular and bool(words) and words[0] in lexicon.ways),
         particular=particular,
         names=frozenset() if lexicon.capitalises_nouns else _names_in(stripped),
+        titles=_titles_in(stripped),
     )
+
+
+# A title between quotation marks of any script, up to a bounded length.
+_TITLE = re.compile(r"[『「«“\"]([^』」»”\"\n]{1,60})[』」»”\"]")
+
+
+def _titles_in(text: str) -> tuple[str, ...]:
+    return tuple(match.group(1).lower() for match in _TITLE.finditer(text))
 
 
 def _names_in(text: str) -> frozenset[str]:

@@ -52,6 +52,22 @@ def script_language(word: str) -> str | None:
     return None
 
 
+# Scripts a language writes besides its own: Japanese writes Han characters.
+ALSO_WRITES = {"ja": frozenset({"zh"})}
+
+
+def word_languages(word: str, text_language: str, latin: str) -> tuple[str, ...]:
+    """The languages a word of a text may be read in: its script's, and the text's own
+    where that language writes the script too ("一番" in a Japanese question);
+    `latin` (the text's Latin-script language) for a word in the Latin script."""
+    language = script_language(word)
+    if language is None:
+        return (latin,)
+    if language in ALSO_WRITES.get(text_language, ()):
+        return (text_language, language)
+    return (language,)
+
+
 def detect_language(text: str) -> str:
     """An ISO 639-1 code: the script's language, or the Latin-script language most of whose
     frequent words the text uses ("en" when none stands out)."""

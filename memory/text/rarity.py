@@ -42,3 +42,10 @@ def zipf(word: str, language: str) -> float | None:
     if frequency > 0:
         return math.log10(frequency * 1e9)
     return None if unspaced else 0.0
+
+
+def everyday_zipf(word: str, languages: tuple[str, ...]) -> float | None:
+    """The word's highest frequency among the languages it may be read in (a word common
+    in either reading is no rare name), or None where none can tell."""
+    known = [z for z in (zipf(word, language) for language in languages) if z is not None]
+    return max(known, default=None)

@@ -14,7 +14,8 @@ from mnemoproxy.gate.relevance import (
 )
 from mnemoproxy.gate.relevance.languages import content_of, read_shape
 from mnemoproxy.gate.relevance.types import Evidence
-from mnemoproxy.memory.text.language import detect_language
+from mnemoproxy.memory.text.language import detect_language, word_languages
+from mnemoproxy.memory.text.rarity import everyday_zipf, zipf
 
 REFERENCE = tuple(sorted(0.2 + 0.01 * i for i in range(20)))
 
@@ -42,6 +43,17 @@ REFERENCE = tuple(sorted(0.2 + 0.01 * i for i in range(20)))
 )
 def test_the_language_is_told_by_script_and_frequent_words(text: str, language: str) -> None:
     assert detect_language(text) == language
+
+
+def test_han_characters_in_a_japanese_question_are_read_in_both_languages() -> None:
+    # "一番" (most) is everyday Japanese, rarer in Chinese; "作" alone is everyday Chinese:
+    # read in one language only, either would look like a name memory holds.
+    assert word_languages("一 番", "ja", "en") == ("ja", "zh")
+    assert word_languages("一 番", "zh", "en") == ("zh",)
+    assert word_languages("ラーメン", "ja", "en") == ("ja",)
+    assert word_languages("sushi", "ja", "en") == ("en",)
+    assert everyday_zipf("一 番", ("ja", "zh")) == zipf("一 番", "ja") > zipf("一 番", "zh")
+    assert everyday_zipf("作", ("ja", "zh")) == zipf("作", "zh")
 
 
 async def decide(message: str, language: str, similarity: float = 0.1):
@@ -153,6 +165,22 @@ async def test_a_pair_of_characters_across_words_names_nothing_in_a_question_abo
 
     decision = await HeuristicGate().decide(
         "家里的绿萝为什么叶子发黄？", GateContext(probe=probe, language="zh"))
+    assert decision.section == "none", decision.reason
+
+
+@pytest.mark.parametrize(("message", "language", "piece", "commonness"), [
+    ("『博士の愛した数式』の作者は誰？", "ja", "博 士", 4.7),
+    ("『불편한 편의점』 작가가 누구야?", "ko", "불 편", 4.8),
+    ("¿Quién escribió «La sombra del viento»?", "es", "sombra", 4.6),
+])
+async def test_a_piece_of_a_quoted_title_names_nothing_memory_holds(
+    message: str, language: str, piece: str, commonness: float
+) -> None:
+    async def probe(names):
+        return Evidence(0.1, REFERENCE, words={piece: 1}, commonness={piece: commonness},
+                        items=500)
+
+    decision = await HeuristicGate().decide(message, GateContext(probe=probe, language=language))
     assert decision.section == "none", decision.reason
 
 
