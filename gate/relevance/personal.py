@@ -746,7 +746,9 @@ def _situated(words: Sequence[str], opening: Sequence[str]) -> str | None:
         if (word in ("my", "our") and own and not _everyones(words, i)
                 and (not advice or before in CONDITIONING)):
             return f"{word} {following}"
-        first_person = first_person or word in ("i", "me", "my", "we", "our", "us")
+        # "i before e" speaks of no one
+        first_person = first_person or (word in ("i", "me", "my", "we", "our", "us")
+                                        and not (word == "i" and following in NO_VERB))
     # A choice asked for a time of the user's ("any ideas for a date night this weekend?")
     # is their plan as much as one said with "I".
     if first_person or not CHOOSING.isdisjoint(words):

@@ -227,8 +227,9 @@ async def test_a_reminder_of_no_ones_doing_is_decided_by_the_evidence(message: s
     "how does that mnemonic go again, i before e except after c?",
 ])
 async def test_a_refresher_anyone_might_ask_is_no_recall(message: str) -> None:
-    decision = await decide(message, Probe(0.15))
-    assert decision.section == "none", decision.reason
+    for similarity in (0.15, 0.3):  # nothing near it; near, but not beyond nine in ten
+        decision = await decide(message, Probe(similarity))
+        assert decision.section == "none", decision.reason
 
 
 def test_evidence_is_read_against_the_agents_own_spread() -> None:
