@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from mnemoproxy.gate.relevance.cues import REQUEST_VERBS, TASK_OBJECTS, word_set
+from mnemoproxy.gate.relevance.cues import TASK_OBJECTS, word_set
 
 WH_WORDS = word_set("what which where when who whom whose how why whats wat wut wats")
 # "How many pages have I read" asks about the user; "how do I" starts a how-to.
@@ -141,8 +141,11 @@ SINCE = word_set("since once")
 # Question words that open a question about a thing, not a clause of time or manner
 # ("when I baked it, it collapsed").
 ASKING_A_THING = word_set("what which who where whats wat wut")
-# Verbs that ask to work out a figure: "add up what I paid", "tally the miles we ran".
-TALLYING = word_set("add sum count total tally figure work")
+# Verbs that ask for what was, or a figure of it: "tell me where I parked", "add up what
+# I paid", "tally the miles we ran"; not for a new text about it ("write a poem about the
+# day we met" is told what it needs as a rule).
+REPORTING = word_set(
+    "tell remind list find show name add sum count total tally figure work calculate compute")
 QUANTITIES = word_set("much many long often")
 THE_WORDS = word_set("the all every each")
 AT_HAND = word_set("this these here above below attached pasted")
@@ -514,9 +517,8 @@ def _own_past(words: Sequence[str], opening: Sequence[str], told: bool = False) 
         return None
     wh = opening[0] in WH_WORDS
     # "tell me where I parked", "add up what I paid for gas": a request for it
-    # ("explain what I missed in this proof" works on the text at hand).
-    bidding = ((opening[0] in REQUEST_VERBS or opening[0] in TASK_OPENERS
-                or opening[0] in TALLYING) and not _points_at_hand(words))
+    # ("list what I missed in this proof" works on the text at hand).
+    bidding = opening[0] in REPORTING and not _points_at_hand(words)
     addressed = False  # "you" came first: the question asks the model's view
     for i in range(len(words) - 1):
         pair = (words[i], words[i + 1])

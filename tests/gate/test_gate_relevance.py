@@ -94,6 +94,7 @@ CASES = [
     ("Explain what I missed in this proof.", "none"),  # the text at hand
     ("Fix the bug I introduced in the parser", "none"),
     ("Write a resignation letter saying I accepted another offer.", "none"),
+    ("Write a poem about the places we visited in Utah.", "none"),  # told what it needs
     ("Write a haiku about autumn", "none"),
     ("Rewrite your previous answer as a limerick", "none"),
     ("Translate 'good morning' into French", "none"),
