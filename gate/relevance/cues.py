@@ -122,10 +122,14 @@ CUE_PATTERNS: dict[str, list[list[dict[str, Any]]]] = {
         seq("do|did|can|could|would", "n't|not?", "you", "remember|recall"),
         seq("you", "remember|recall", "when|what|how|where|who|which|my|me|our|us|?"),
         seq("remember|recall", "what|how|where|who", "i|we|you"),
-        seq("last", "time"),
-        seq("the", "other", "day|night|week|evening|morning|afternoon"),
         seq(SPEECH_ANY, GAP, "earlier|previously"),
         seq(SPEECH_PAST, GAP, "before"),
+    ],
+    # A time pointed back at: of the conversation where it asks or speaks with "you" or
+    # "we" ("last time you suggested ..."), of the user's own day elsewhere.
+    "back_then": [
+        seq("last", "time"),
+        seq("the", "other", "day|night|week|evening|morning|afternoon"),
         seq("earlier|previously", ",|today|tonight|this|in|on|we|you|i|when"),
     ],
     # Dates are memory cues only in a message about the user or the assistant: "what did

@@ -16,7 +16,9 @@ In order, the first that speaks decides:
 4. The user's own situation in a question or request ("I'm planning a trip, any
    suggestions?", "a show for me to watch tonight", "my high school reunion"): memory;
    the whole budget when retrieval stands out from the agent's yardstick, a small block
-   of the best few items otherwise.
+   of the best few items otherwise. A fix for the situation that asks nothing of the
+   user's own, chooses nothing for them and plans nothing ahead needs retrieval beating
+   nine tenths of the reference prompts.
 5. A question (not a mere request) naming what the agent's memory holds. A name its
    memory says throughout (the people a history is about): memory. A known entity, or a
    name most retrieved items mention: memory when retrieval beats half the reference
@@ -61,6 +63,7 @@ RULES: tuple[tuple[str, Section, str], ...] = (
     ("identity", "identity", "identity question"),
     ("transcript", "transcript", "verbatim recall"),
     ("episode", "episode", "earlier conversation"),
+    ("back_then", "episode", "earlier conversation"),
     ("calendar", "episode", "time reference"),
     ("recall", "episode", "recall request"),
     ("preference", "pinned", "preference or decision"),
@@ -246,13 +249,14 @@ class HeuristicGate:
         if cues.is_question and not (personal.task or personal.advice):
             # A question naming what only this memory knows ("Bruno's kibble brand?",
             # "project marigold deadline?"): a word rare in the language that memory holds
-            # in a few places.
+            # in a few places. In a message that tells at length ("... the lower leaves
+            # are yellowing. What's going on?") such a word is a topic both touch.
             evidence = evidence or await self._probe(context.probe, cues.names)
             held = [] if evidence is None else evidence.rare_words_held(
                 RARE_SHARE, RARE_ITEMS, NAME_ZIPF, unknown=False)
             if evidence is not None and held and (
-                    _speaks_of_memory(cues, evidence) or cues.words <= LOOKUP_WORDS
-                    or _capitalised_in(held, message)):
+                    (_speaks_of_memory(cues, evidence) and not cues.at_length)
+                    or cues.words <= LOOKUP_WORDS or _capitalised_in(held, message)):
                 return GateDecision(
                     "episode", f"names what only memory knows: {', '.join(held[:4])}",
                     "medium")
@@ -298,16 +302,25 @@ class HeuristicGate:
                     return GateDecision("episode", why, "medium")
                 told = "told in full" if cues.particulars else "nothing stands out"
                 return GateDecision("none", f"a task, {told}: {seen}")
-            # A request that brings its own particulars (counts, dates, several sentences
-            # of them) needs memory to stand out further: it already says what it needs.
-            if evidence.beats(NAMED if cues.particulars else SITUATED_FULL_BLOCK):
+            fix = own is None and not (personal.chooses or personal.planned)
+            if fix and not evidence.beats(OWN_QUESTION):
+                # A fix or a how-to for it ("my phone battery drains fast, tips?") is the
+                # same for anyone, unless memory stands near the situation as it does
+                # near a question of the user's own.
+                return GateDecision("none", f"the user's situation, a fix anyone gets: {seen}")
+            # A request that brings the user's particulars (counts, dates, several
+            # sentences of them) already says what it needs, as a task that tells it
+            # does: memory only where it stands out beyond anything anyone asks. A date in
+            # a question of someone else's ("what did Joanna recommend on May 2?") is no
+            # telling: nine in ten.
+            if cues.particulars and cues.first_person:
+                clear = evidence.beats(UNNAMED, UNNAMED_MARGIN)
+            else:
+                clear = evidence.beats(NAMED if cues.particulars else SITUATED_FULL_BLOCK)
+            if clear:
                 return GateDecision("episode", why)
             if cues.particulars:
                 return GateDecision("none", f"the user's situation, told in full: {seen}")
-            if own is None and not personal.chooses and not evidence.beats(FOR_THE_USER):
-                # A fix or a how-to for it ("my phone battery drains fast, tips?") is the
-                # same for anyone, unless memory holds something of the situation.
-                return GateDecision("none", f"the user's situation, a fix anyone gets: {seen}")
             return GateDecision("episode", why, "low")
         if personal.task:
             return GateDecision("none", "a task anyone could ask for")

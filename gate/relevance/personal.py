@@ -69,6 +69,7 @@ TIME_ANCHORS = word_set(
     """tonight today tomorrow lately recently nowadays currently again soon anymore still
     yesterday"""
 )
+AHEAD = word_set("tonight tomorrow soon")
 ANCHOR_PAIRS = frozenset(
     [("this", w) for w in word_set(
         "weekend week evening morning afternoon month year summer winter spring fall autumn"
@@ -165,6 +166,8 @@ ASKING_FOR = word_set(
 )
 # A choice asked for ("recommend a show", "ideas for a gift", "help me pick"): the user's
 # tastes and circumstances decide it, where a fix or a how-to is the same for anyone.
+# "for me", "recommend me ...": the user as the one a choice is for.
+FOR_ME = word_set("for recommend suggest")
 CHOOSING = word_set(
     "recommend recommendation recommendations suggest suggestion suggestions ideas pick choose"
 )
@@ -178,6 +181,7 @@ MEASURES = word_set(
 # "What's a good way to ...", "What is the best way to ...": advice anyone could ask; so
 # is any superlative way ("the easiest way to ...").
 ADVICE_WAYS = (("good", "way"), ("best", "way"), ("how", "to"))
+WAY_OPENERS = ARTICLES | word_set("some any other")
 DEMONSTRATIVES = word_set("that those")
 RELATIVES = word_set("where who which when that")
 # Words that cannot be the thing a demonstrative points at, nor part of its name.
@@ -192,6 +196,11 @@ ORDER_WORDS = word_set("first last earlier later before after between recently s
 # What sets a clause apart inside a sentence.
 CLAUSE_MARKS = frozenset([",", "-", "–", "—"])
 ACTED_ON = word_set("it them one him her")
+STATED_ENDS = frozenset([".", "!"])
+COPULAS = word_set("was were am")
+# "Should I ...", "am I ...", "is that ...": a clause asking a decision or a state.
+STATE_OR_DECISION = MODALS | word_set("am is are")
+SUBJECT_PRONOUNS = word_set("i we it that this you he she they")
 # What closes one of the alternatives a question sets against each other.
 BREAKS = frozenset([",", ":", ";", "-", "–", "—", "?", "!", ".", "(", ")"])
 
@@ -229,6 +238,9 @@ class Personal:
     # The question asks in time ("which came first", "before or after"): alternatives
     # are events lived, where "which is heavier" compares things anyone knows.
     in_time: bool = False
+    # A time ahead is named ("this weekend", "tomorrow"): the situation is a plan of the
+    # user's, which their ways shape, not a problem with a fix anyone gets.
+    planned: bool = False
 
 
 def read_sentence(words: Sequence[str], signals: Personal, first_sentence: bool) -> None:
@@ -254,6 +266,7 @@ def read_sentence(words: Sequence[str], signals: Personal, first_sentence: bool)
         signals.own_past = _own_past(words, opening, told)
     if signals.situated is None:
         signals.situated = _situated(words, opening)
+    signals.planned = signals.planned or _time_ahead(words)
     if signals.points_back is None:
         signals.points_back = _points_back(words)
     asks = _asks(words, opening)
@@ -274,7 +287,7 @@ def read_sentence(words: Sequence[str], signals: Personal, first_sentence: bool)
         # not merely as the one given it ("give me ten ideas").
         beneficiary = next(
             (w for i, w in enumerate(words)
-             if w in ("i", "my") or (w == "me" and i > 0 and words[i - 1] == "for")),
+             if w in ("i", "my") or (w == "me" and i > 0 and words[i - 1] in FOR_ME)),
             None,
         )
         if beneficiary is not None:
@@ -385,6 +398,8 @@ def _alternatives(words: Sequence[str]) -> tuple[tuple[str, ...], ...]:
         second = phrase(until_break(words[at + 2:]))
         return (first, second) if first and second else ()
     second = phrase(until_break(words[at + 1:]))
+    if _clause_asked(second):
+        return ()  # "is that normal, or should I worry?": a state or a decision asked
     if around[0] == ",":  # "A, B, or C": every item of the list
         items = _split_on(back_to_break(words[:at - 1], BREAKS - {","}), ",")
         listed = [phrase(item) for item in items if item and item[0] not in WH_WORDS]
@@ -393,7 +408,16 @@ def _alternatives(words: Sequence[str]) -> tuple[tuple[str, ...], ...]:
     first = phrase(back_to_break(words[:at]))
     if first and second and first[-1] in ACTED_ON and second[-1] in ACTED_ON:
         return ()  # "fix it or sell it?": two things to do with one thing, not two things
+    if _clause_asked(first):
+        return ()
     return (first, second) if first and second else ()
+
+
+def _clause_asked(words: Sequence[str]) -> bool:
+    """Whether an alternative is a clause asked ("should I worry", "am I overthinking
+    it", "is that a bad sign"), not a thing."""
+    return (len(words) > 1 and words[0] in STATE_OR_DECISION
+            and words[1] in SUBJECT_PRONOUNS)
 
 
 def _split_on(words: Sequence[str], mark: str) -> list[list[str]]:
@@ -515,7 +539,9 @@ def _own_past(words: Sequence[str], opening: Sequence[str], told: bool = False) 
     ...") nor the model's opinion ("What do you think I should ...")."""
     if not opening or _howto(opening, told):
         return None
-    wh = opening[0] in WH_WORDS
+    # "When I was eight, I swallowed a cherry pit.": a question word opening a sentence
+    # that states tells the user's past, it does not ask it.
+    wh = opening[0] in WH_WORDS and words[-1] not in STATED_ENDS
     # "tell me where I parked", "add up what I paid for gas": a request for it
     # ("list what I missed in this proof" works on the text at hand).
     bidding = opening[0] in REPORTING and not _points_at_hand(words)
@@ -525,6 +551,10 @@ def _own_past(words: Sequence[str], opening: Sequence[str], told: bool = False) 
         addressed = addressed or pair[0] in SECOND_PERSON
         if addressed:
             continue
+        if pair[0] in MODALS and pair[1] in SUBJECTS:
+            # "Which language should I learn if ... I have four hours a week?": what the
+            # user should do is asked; what they say of themselves after is its premise.
+            return None
         before = words[i - 1] if i > 0 else ""
         if not wh:
             if bidding and _done_by_user(words, i):
@@ -558,7 +588,9 @@ def _own_past(words: Sequence[str], opening: Sequence[str], told: bool = False) 
         len(opening) < 3 or opening[2] not in NOT_OWN_DOING
     ) and (opening[1] == "i" or opening[0] in WE_OPENING_AUX) and not (
         opening[0] in PRESENT_AUX and _obliged(opening, 2)
-    ):
+    ) and not (told and opening[0] in COPULAS):
+        # "... saw the northern lights only once. Were we just unlucky?" judges what was
+        # told; "Was I at the dentist in March?" opening the message asks it.
         return " ".join(opening[:2])
     return None
 
@@ -654,7 +686,8 @@ def _asks(words: Sequence[str], opening: Sequence[str]) -> bool:
     """A question, not a request for advice: it ends with a question mark or opens with a
     question word, and is no how-to or best-way frame."""
     last = next((w for w in reversed(words) if w.isalpha()), "")
-    asks = (words[-1] in ("?", "？")) or (bool(opening) and opening[0] in WH_WORDS) or (
+    asks = (words[-1] in ("?", "？")) or (
+        bool(opening) and opening[0] in WH_WORDS and words[-1] not in STATED_ENDS) or (
         last in ("when", "where", "who", "what", "which"))
     return asks and not _advice(words, opening)
 
@@ -710,7 +743,9 @@ def _points_back(words: Sequence[str]) -> str | None:
 
 def _everyones(words: Sequence[str], i: int) -> bool:
     """Whether the possessive at `i` speaks for everyone ("our brains", "our planet")."""
-    return words[i] == "our" and i + 1 < len(words) and words[i + 1] in HUMANKIND_OWN
+    return words[i] == "our" and (
+        (i + 1 < len(words) and words[i + 1] in HUMANKIND_OWN)
+        or list(words[:3]) == ["why", "do", "we"])  # "why do we forget our dreams?"
 
 
 def _advice(words: Sequence[str], opening: Sequence[str], told: bool = False) -> bool:
@@ -722,10 +757,21 @@ def _advice(words: Sequence[str], opening: Sequence[str], told: bool = False) ->
     clause = _question_clause(words)
     if len(clause) < len(words) and _howto([w for w in clause if w.isalpha()][:4]):
         return True
-    return any((words[i], words[i + 1]) in ADVICE_WAYS
-               or (words[i + 1] == "way" and words[i].endswith("est") and i + 2 < len(words)
-                   and words[i + 2] == "to")
+    return any((words[i], words[i + 1]) in ADVICE_WAYS or _way_to(words, i)
                for i in range(len(words) - 1))
+
+
+def _way_to(words: Sequence[str], i: int) -> bool:
+    """"the quickest way to", "a polite way to", "some ways to": a method asked for."""
+    return (words[i + 1] in ("way", "ways") and i + 2 < len(words) and words[i + 2] == "to"
+            and (words[i].endswith("est") or words[i] in WAY_OPENERS
+                 or (i > 0 and words[i - 1] in WAY_OPENERS)))
+
+
+def _time_ahead(words: Sequence[str]) -> bool:
+    return not AHEAD.isdisjoint(words) or any(
+        (words[i], words[i + 1]) in ANCHOR_PAIRS and words[i] in ("this", "next")
+        for i in range(len(words) - 1))
 
 
 def _situated(words: Sequence[str], opening: Sequence[str]) -> str | None:

@@ -57,9 +57,11 @@ ENTITY_MATCHER_CACHE_SIZE = 32
 # Sentences, and clauses after a colon or semicolon: "My dad and I argued yesterday: what
 # year did the Wall fall?" asks about the Wall.
 # A number of one or two digits before a full stop marks an item of a list ("1. ..."); a
-# longer one ("port 5000.", "in 1990.") ends its sentence.
+# longer one ("port 5000.", "in 1990.") ends its sentence. So does a mark closing a quote
+# ('... with just "Noted." Is that a bad sign?').
 SENTENCE_BREAK = re.compile(
-    r"(?<=[.!?:;])(?<!(?<![0-9])[0-9]\.)(?<!(?<![0-9])[0-9]{2}\.)\s+|(?<=[。！？])|\n\s*")
+    r"(?<=[.!?:;])(?<!(?<![0-9])[0-9]\.)(?<!(?<![0-9])[0-9]{2}\.)\s+|(?<=[.!?][\"”’])\s+"
+    r"|(?<=[。！？])|\n\s*")
 # A quoted phrase opens and closes with the same kind of mark, next to no letter outside
 # and no space inside: the apostrophes of "what's" and "j'ai" open nothing.
 QUOTED = re.compile(
@@ -107,6 +109,9 @@ class Cues:
     # The request brings its own particulars: a number, or more than a short question's
     # worth of sentences or words.
     particulars: bool = False
+    # It tells at length (the sentences or words above, numbers aside): a rare word it
+    # shares with memory is a topic both touch, not a thing asked after.
+    at_length: bool = False
     words: int = 0  # in the instruction's sentences that were read
 
 
@@ -173,8 +178,8 @@ class CueScanner:
         cues.is_question = cues.is_question or opening in INTERROGATIVES or closing in WH_LAST
         cues.is_request = opening in REQUEST_VERBS or "please" in words
         cues.words = word_count
-        cues.particulars = (len(sentences) >= PARTICULAR_SENTENCES
-                            or word_count > PARTICULAR_WORDS or DIGIT.search(text) is not None)
+        cues.at_length = len(sentences) >= PARTICULAR_SENTENCES or word_count > PARTICULAR_WORDS
+        cues.particulars = cues.at_length or DIGIT.search(text) is not None
         cues.first_person = not words.isdisjoint(FIRST_PERSON)
         cues.second_person = not words.isdisjoint(SECOND_PERSON)
         return cues
@@ -188,7 +193,7 @@ class CueScanner:
             label = self._nlp.vocab.strings[match_id]
             if label not in left_out:
                 cues.matches.setdefault(label, doc[start:end].text)
-            elif label == "recall":
+            elif label in ASKED_BACK_LABELS:
                 cues.asked_back = cues.asked_back or doc[start:end].text
 
     def _entity_matcher(self, known_entities: Sequence[str]) -> Any:
@@ -225,6 +230,12 @@ class CueScanner:
 # a quiz on Monday", "my teammate told me yesterday") is background to a question about
 # something else; a date in the question ("what did I do last week?") is not.
 CLAUSE_BOUND = frozenset({"calendar", "preference"})
+# Of the conversation: "you" and "we" ("last time you suggested ...", "previously, we
+# agreed ..."); a time said beside anyone else ("the other day I heard someone say ...")
+# tells of the user's day.
+CONVERSING = SECOND_PERSON | frozenset({"we", "us", "our"})
+# Labels whose cue, left out for speaking of no one, is a thing asked back.
+ASKED_BACK_LABELS = frozenset({"recall", "episode"})
 # A question asked with its question word last, as chat does: "my mom's birthday is when".
 WH_LAST = frozenset({"when", "where", "who", "what", "which", "how"})
 PERSONS = FIRST_PERSON | SECOND_PERSON
@@ -243,12 +254,25 @@ def _clause_only(words: Sequence[str]) -> frozenset[str]:
     left_out = set() if asks else set(CLAUSE_BOUND)
     if PERSONS.isdisjoint(words):
         left_out.add("calendar")
+    if not asks and CONVERSING.isdisjoint(words):
+        left_out.add("back_then")
     if not _speaks_of_someone(words) or _reminded_how_to(words):
         # "Remind me how the electoral college works", "what's the formula for a
         # circle's area again?", "remind me how to convert a recipe to grams": a refresher
-        # anyone might ask; the evidence decides.
+        # anyone might ask; the evidence decides. So does "do you remember which
+        # philosopher said ...?".
         left_out.add("recall")
+        if _remembered_question(words):
+            left_out.add("episode")
     return frozenset(left_out)
+
+
+def _remembered_question(words: Sequence[str]) -> bool:
+    """Asked whether the model remembers a question's answer ("do you remember which
+    philosopher said ...", "remember when the Wall fell?"), not a thing ("do you remember
+    the recipe?")."""
+    return any(word in ("remember", "recall") and words[i + 1] in INTERROGATIVES
+               for i, word in enumerate(words[:-1]))
 
 
 def _reminded_how_to(words: Sequence[str]) -> bool:
@@ -261,8 +285,11 @@ def _asks_to_be_reminded(words: Sequence[str]) -> bool:
 
 
 def _speaks_of_someone(words: Sequence[str]) -> bool:
-    """Whether a person word is in the sentence other than the "me" of "remind me"."""
+    """Whether a person word is in the sentence other than the "me" of "remind me" and
+    the "you" of "do you remember"."""
     return any(word in PERSONS and not (word == "me" and i > 0 and words[i - 1] == "remind")
+               and not (word == "you" and i + 1 < len(words)
+                        and words[i + 1] in ("remember", "recall"))
                for i, word in enumerate(words))
 
 

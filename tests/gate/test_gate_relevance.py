@@ -837,10 +837,12 @@ def test_a_how_to_opening_the_clause_that_asks_is_advice(message: str) -> None:
 async def test_a_fix_for_the_users_situation_needs_memory_to_hold_something_of_it(
     message: str,
 ) -> None:
-    # The same fix for anyone: nothing held, no block; memory near it, a small one.
+    # The same fix for anyone: nothing near, or only as near as most prompts come, no
+    # block; memory as near as a question of the user's own needs, a block.
     assert (await decide(message, Probe(0.15))).section == "none", message
-    near = await decide(message, Probe(0.30))  # above half the reference prompts
-    assert (near.section, near.confidence) == ("episode", "low"), near.reason
+    assert (await decide(message, Probe(0.30))).section == "none", message  # above half
+    near = await decide(message, Probe(0.37))  # above nine tenths of the reference prompts
+    assert near.section == "episode", near.reason
 
 
 @pytest.mark.parametrize("message", [
@@ -1053,10 +1055,12 @@ def test_a_common_word_in_alternatives_counts_where_memory_holds_it_beyond_chanc
 
 
 async def test_a_situation_told_with_particulars_needs_more_for_the_whole_block() -> None:
-    # Above three in four reference prompts (0.32) but not nine in ten (0.36).
+    # Above three in four reference prompts (0.32), or nine in ten (0.36), but only
+    # beyond all of them by the margin (0.43) does memory stand out.
     told = "We're hosting 12 people for my partner's 40th on Saturday. Any ideas for food?"
     assert (await decide(told, Probe(0.33))).section == "none"
-    assert (await decide(told, Probe(0.37))).section == "episode"
+    assert (await decide(told, Probe(0.37))).section == "none"
+    assert (await decide(told, Probe(0.45))).section == "episode"
     pointed = "We're hosting a party for my partner on Saturday. Any ideas for food?"
     decision = await decide(pointed, Probe(0.33))
     assert (decision.section, decision.confidence) == ("episode", "high"), decision.reason
@@ -1095,3 +1099,111 @@ def test_a_phrase_a_large_memory_holds_by_chance_names_nothing() -> None:
     assert held(40, 600, shower_tray=1) == ["shower tray"]
     assert held(900, 80_000, shower_tray=1) == []
     assert held(40, 600, last_week=1) == []  # an everyday word names nothing
+
+
+def test_a_quote_closing_a_sentence_ends_it() -> None:
+    # What the user tells ("my landlord texted me ...") is apart from what they ask.
+    told = 'My landlord texted me just "Fine." Is he annoyed, or am I reading too much into it?'
+    personal = shared_scanner().scan(told).personal
+    assert personal.asks_about_user is None
+    assert personal.alternatives == ()
+
+
+@pytest.mark.parametrize(("message", "points_back"), [
+    ("The other night I read that octopuses have three hearts. Is that true?", False),
+    ("Earlier today I burnt the rice again. How do I stop it sticking?", False),
+    ("What did I order the other night?", True),
+    ("Last time you suggested a different library.", True),
+])
+def test_a_time_pointed_back_at_is_the_conversations_where_it_asks_or_speaks_with_it(
+    message: str, points_back: bool
+) -> None:
+    assert ("back_then" in shared_scanner().scan(message).matches) is points_back, message
+
+
+@pytest.mark.parametrize("message", [
+    "Do you remember who painted the ceiling of the Sistine Chapel?",
+    "Remember when the first iPhone came out?",
+])
+async def test_asked_whether_the_model_remembers_an_answer_anyone_knows_the_evidence_decides(
+    message: str,
+) -> None:
+    cues = shared_scanner().scan(message)
+    assert "episode" not in cues.matches and cues.asked_back is not None, cues.matches
+    assert (await decide(message, Probe(0.25))).section == "none"
+    # Still a thing told before: "do you remember the recipe?".
+    assert "episode" in shared_scanner().scan("Do you remember the playlist?").matches
+
+
+@pytest.mark.parametrize("message", [
+    "When I was a teenager I broke my arm skateboarding. Do bones heal stronger after?",
+    "Where we used to live, I grew tomatoes on the balcony! Can they grow indoors?",
+])
+def test_a_question_word_opening_a_sentence_that_states_tells_the_users_past(
+    message: str,
+) -> None:
+    personal = shared_scanner().scan(message).personal
+    assert personal.own_past is None and personal.asks_about_user is None, message
+    assert shared_scanner().scan("When did I last see the dentist").personal.own_past
+
+
+def test_what_the_user_says_after_asking_what_they_should_do_is_its_premise() -> None:
+    message = "Which camera should I buy if I shoot mostly landscapes at dawn?"
+    assert shared_scanner().scan(message).personal.own_past is None
+
+
+@pytest.mark.parametrize("message", [
+    "My knee clicks when I climb stairs. Is that normal, or should I see a doctor?",
+    "Should I repaint the fence or replace it?",
+    "Am I overreacting or was that rude?",
+])
+def test_a_state_or_a_decision_asked_is_no_alternative(message: str) -> None:
+    assert shared_scanner().scan(message).personal.alternatives == (), message
+
+
+def test_why_we_do_as_people_do_speaks_of_everyone() -> None:
+    assert shared_scanner().scan("Why do we lose our baby teeth?").personal.situated is None
+
+
+@pytest.mark.parametrize("message", [
+    "Is there an easy way to get candle wax out of a tablecloth?",
+    "What's a tactful way to turn down a wedding invitation?",
+    "What are some ways to keep cut basil fresh?",
+])
+def test_a_way_to_do_something_is_advice(message: str) -> None:
+    assert shared_scanner().scan(message).personal.advice, message
+
+
+def test_recommend_me_is_a_choice_asked_for_the_user() -> None:
+    message = "Long flight tomorrow. Recommend me something to watch"
+    assert shared_scanner().scan(message).personal.for_the_user == "recommend ... me"
+
+
+async def test_a_rare_word_in_a_message_that_tells_at_length_is_a_topic_both_touch() -> None:
+    rare = Probe(0.2, words={"mealybugs": 1}, commonness={"mealybugs": 1.5}, items=2000)
+    told = ("My jade plant has white fluffy spots on the stems and under the leaves. I "
+            "think they might be mealybugs. It sits on a sunny windowsill. What should I do?")
+    assert (await decide(told, rare)).section == "none"
+    asked = "Did the mealybugs come back on my jade plant?"
+    assert (await decide(asked, rare)).section == "episode"
+
+
+async def test_a_plan_with_a_time_ahead_is_no_fix_anyone_gets() -> None:
+    # Above half the reference prompts (0.28), below nine tenths (0.36).
+    plan = "I'm repainting my kitchen cabinets next weekend. Any tips?"
+    assert (await decide(plan, Probe(0.31))).section == "episode"
+    fix = "My kitchen cabinets are peeling. Any tips?"
+    assert (await decide(fix, Probe(0.31))).section == "none"
+
+
+def test_a_judgement_asked_of_a_past_told_is_no_question_about_it() -> None:
+    told = ("We drove to the coast last weekend and it rained all three days. Were we "
+            "unwise to go in October?")
+    assert shared_scanner().scan(told).personal.own_past is None
+    assert shared_scanner().scan("Were we at the coast in October?").personal.own_past
+
+
+async def test_a_date_in_a_question_of_someone_elses_is_no_situation_told() -> None:
+    # Above nine in ten reference prompts (0.36), not beyond them all by the margin.
+    asked = "What did Marguerite recently recommend to Odile on March 3, 2026?"
+    assert (await decide(asked, Probe(0.37))).section == "episode"
