@@ -147,7 +147,9 @@ CUE_PATTERNS: dict[str, list[list[dict[str, Any]]]] = {
         seq("remind", "me", "what|of|about|who|where|when|how|which|why|whether|again"),
         # "What's the band called again?": asked to be reminded of a particular.
         seq("what|whats|where|wheres|who|whos|when|which", GAP, "again", "?"),
-        seq("do|did|can|could|would", "you|i", "recall"),
+        seq("do|did|can|could|would", "you", "recall"),
+        # "How do I recall an email?" asks how to do a thing: "I" recalls only rightly.
+        seq("do|did", "i", "recall", "correctly|right|rightly"),
         seq("recall", "what|when|where|who|how|if|whether|my|our|me|us"),
         seq(
             "did|have|had",

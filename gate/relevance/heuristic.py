@@ -24,9 +24,10 @@ In order, the first that speaks decides:
    name most retrieved items mention: memory when retrieval beats half the reference
    prompts. Any other name (a person, a place, a quoted title) found in the retrieved
    items: when it beats nine tenths of them.
-6. A question of the user's own (about their life, or pointing back at a thing they spoke
-   of) whose retrieval beats nine tenths of the reference prompts, or any other question
-   that beats every one by a margin: a small block.
+6. A question of the user's own (about their life, pointing back at a thing they spoke
+   of, or a lookup that names nothing of the world) whose retrieval beats nine tenths of
+   the reference prompts, or any other question that beats every one by a margin: a
+   small block.
 
 The retrieval evidence (types.Evidence) is the agent's own: the message's nearest item
 against how near the reference prompts (reference.py) come to the same memory, so a
@@ -351,6 +352,10 @@ class HeuristicGate:
             # the name of my best friend from college?"): it needs less to stand out.
             return GateDecision("episode", f"a question of the user's own: '{own}', {seen}",
                                 "low")
+        if cues.lookup and not personal.advice and evidence.beats(OWN_QUESTION):
+            # A lookup that names nothing of the world ("passport expiry pls", "bus number
+            # to work?") asks after a thing of the asker's own, as "my" would.
+            return GateDecision("episode", f"a lookup of the user's own: {seen}", "low")
         if evidence.beats(UNNAMED, UNNAMED_MARGIN):
             return GateDecision("episode", f"stands out in memory: {seen}", "low")
         return GateDecision("none", f"nothing stands out in memory: {seen}")

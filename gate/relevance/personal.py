@@ -196,6 +196,10 @@ ORDER_WORDS = word_set("first last earlier later before after between recently s
 # What sets a clause apart inside a sentence.
 CLAUSE_MARKS = frozenset([",", "-", "–", "—"])
 ACTED_ON = word_set("it them one him her")
+ASKING_AUX = PERSONAL_AUX | MODALS | EXPLAINED
+# Words by which a clause points back at what was just told ("..., when was it?", "of
+# the flats I saw, which was cheapest?").
+REFERRING = word_set("it its that this they them those he she him her there then which")
 STATED_ENDS = frozenset([".", "!"])
 COPULAS = word_set("was were am")
 # "Should I ...", "am I ...", "is that ...": a clause asking a decision or a state.
@@ -354,13 +358,15 @@ def _asking_part(words: Sequence[str]) -> Sequence[str]:
     """What a question asks about: the whole sentence, except where a statement is
     followed by a clause that asks for a judgment or tips on it ("useEffect runs twice in
     my app, is that a bug?", "my battery drains fast, tips?"): that clause alone. A
-    question-word clause asks about what the statement names ("my sister's wedding in
-    Porto, when was it?"), unless it asks how to go on ("my landlord kept the deposit,
-    what do I do now?")."""
+    question-word clause that points back asks about what the statement names ("my
+    sister's wedding in Porto, when was it?"), unless it asks how to go on ("my landlord
+    kept the deposit, what do I do now?"); one of its own asks its own ("I had a Civic
+    that ate brake pads - what causes pad wear?")."""
     clause = _question_clause(words)
     if not clause or len(clause) == len(words):  # no statement before it
         return words
-    if clause[0] not in WH_WORDS or _howto([w for w in clause if w.isalpha()][:4], told=True):
+    if (clause[0] not in WH_WORDS or REFERRING.isdisjoint(clause)
+            or _howto([w for w in clause if w.isalpha()][:4], told=True)):
         return clause
     return words
 
@@ -405,9 +411,12 @@ def _alternatives(words: Sequence[str]) -> tuple[tuple[str, ...], ...]:
         listed = [phrase(item) for item in items if item and item[0] not in WH_WORDS]
         groups = [g for g in listed if g]
         return (*groups, second) if groups and second else ()
-    first = phrase(back_to_break(words[:at]))
+    before = back_to_break(words[:at])
+    first = phrase(before)
     if first and second and first[-1] in ACTED_ON and second[-1] in ACTED_ON:
         return ()  # "fix it or sell it?": two things to do with one thing, not two things
+    if len(before) == at and words[0] not in ASKING_AUX and WH_WORDS.isdisjoint(words):
+        return ()  # "Mac or Windows for a student?", "raise now or wait?": a choice weighed
     if _clause_asked(first):
         return ()
     return (first, second) if first and second else ()

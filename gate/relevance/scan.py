@@ -26,12 +26,19 @@ from mnemoproxy.gate.relevance.cues import (
     FIRST_PERSON,
     INTERROGATIVES,
     LEADING_FILLERS,
+    MONTHS,
     REQUEST_VERBS,
     SECOND_PERSON,
+    WEEKDAYS,
     anchor_words,
 )
 from mnemoproxy.gate.relevance.payload import split_request
-from mnemoproxy.gate.relevance.personal import Personal, looks_up, read_sentence
+from mnemoproxy.gate.relevance.personal import (
+    FRAGMENT_ENDS,
+    Personal,
+    looks_up,
+    read_sentence,
+)
 from mnemoproxy.lazy import LazyResource
 from mnemoproxy.memory import zipf
 
@@ -69,6 +76,8 @@ QUOTED = re.compile(
     r"|'(\S[^'\n]{1,58}\S)')(?!\w)")
 MAX_NAMES = 8
 MIN_NAME_CHARS = 3
+# Days and months are capitalised, but name a time anyone has, not a thing of memory's.
+CALENDAR_NAMES = frozenset(f"{WEEKDAYS}|{MONTHS}|may".split("|"))
 # Words that follow a name but never the pronoun "I" directly: "World War I and ...".
 AFTER_A_NAME = frozenset({"and", "or", "of", "in", "on", "at", "to", "from", "with", "for",
                           "by", "as", "vs"})
@@ -112,6 +121,9 @@ class Cues:
     # It tells at length (the sentences or words above, numbers aside): a rare word it
     # shares with memory is a topic both touch, not a thing asked after.
     at_length: bool = False
+    # The message is one lookup typed as into a search box, with or without its mark
+    # ("passport expiry pls", "bus number to work?"), naming nothing capitalised.
+    lookup: bool = False
     words: int = 0  # in the instruction's sentences that were read
 
 
@@ -153,11 +165,13 @@ class CueScanner:
             # Token objects are made anew on each pass over a Doc: one pass serves all.
             tokens = list(doc)
             lowered = _question_word_spelled_out(_numerals_read(tokens))
-            if (len(sentences) == 1 and _first_word(lowered) not in ASKING_OPENERS
-                    and looks_up(lowered)):
-                # Read as the question it is, with its mark.
-                lowered.append("?")
-                cues.is_question = True
+            if len(sentences) == 1 and _first_word(lowered) not in ASKING_OPENERS:
+                unmarked = _without_end_marks(lowered)
+                cues.lookup = looks_up(unmarked)
+                if cues.lookup and len(unmarked) == len(lowered):
+                    # Read as the question it is, with its mark.
+                    lowered.append("?")
+                    cues.is_question = True
             # "Remind me who the plumber was" asks "who was the plumber?".
             cues.is_question = cues.is_question or _asks_to_be_reminded(lowered)
             sentence_words = set(lowered)
@@ -172,7 +186,9 @@ class CueScanner:
             closing = next((t.lower_ for t in reversed(tokens) if t.is_alpha), closing)
             anchors = sentence_words & ANCHOR_WORDS
             if anchors:
-                self._match_cues(doc, anchors, cues, _clause_only(lowered))
+                # "We discussed this in my book club": a talk the user had with others.
+                dropped = EPISODE if _among_the_users_own(lowered) else frozenset()
+                self._match_cues(doc, anchors, cues, _clause_only(lowered), dropped)
             if entity_matcher is not None and cues.entity is None:
                 cues.entity = _first_match(entity_matcher, doc)
         cues.is_question = cues.is_question or opening in INTERROGATIVES or closing in WH_LAST
@@ -182,15 +198,19 @@ class CueScanner:
         cues.particulars = cues.at_length or DIGIT.search(text) is not None
         cues.first_person = not words.isdisjoint(FIRST_PERSON)
         cues.second_person = not words.isdisjoint(SECOND_PERSON)
+        cues.lookup = cues.lookup and not cues.names
         return cues
 
     def _match_cues(
-        self, doc: Any, anchors: set[str], cues: Cues, left_out: frozenset[str]
+        self, doc: Any, anchors: set[str], cues: Cues, left_out: frozenset[str],
+        dropped: frozenset[str],
     ) -> None:
         matchers = {id(m): m for word in anchors for m in self._matchers_by_anchor[word]}
         found = [match for matcher in matchers.values() for match in matcher(doc)]
         for match_id, start, end in sorted(found, key=lambda match: match[1]):
             label = self._nlp.vocab.strings[match_id]
+            if label in dropped:
+                continue
             if label not in left_out:
                 cues.matches.setdefault(label, doc[start:end].text)
             elif label in ASKED_BACK_LABELS:
@@ -240,6 +260,9 @@ ASKED_BACK_LABELS = frozenset({"recall", "episode"})
 WH_LAST = frozenset({"when", "where", "who", "what", "which", "how"})
 PERSONS = FIRST_PERSON | SECOND_PERSON
 POSSESSIVE_ENDINGS = frozenset({"'s", "’s"})
+# "with my", "in my", "at my": where a talk the user tells of took place, among others.
+SETTINGS = frozenset({"with", "in", "at", "among"})
+EPISODE = frozenset({"episode"})
 # A message opening with one of these is a question or a request already.
 ASKING_OPENERS = INTERROGATIVES | REQUEST_VERBS
 
@@ -265,6 +288,10 @@ def _clause_only(words: Sequence[str]) -> frozenset[str]:
         if _remembered_question(words):
             left_out.add("episode")
     return frozenset(left_out)
+
+
+def _among_the_users_own(words: Sequence[str]) -> bool:
+    return any(word in SETTINGS and words[i + 1] == "my" for i, word in enumerate(words[:-1]))
 
 
 def _remembered_question(words: Sequence[str]) -> bool:
@@ -343,7 +370,7 @@ def _names(tokens: Sequence[Any]) -> list[str]:
         # you?", "- What kind?"): it names nothing.
         opens = before.is_punct and token.is_stop
         if (token.is_title and token.is_alpha and len(token.text) >= MIN_NAME_CHARS
-                and not opens):
+                and not opens and token.lower_ not in CALENDAR_NAMES):
             run.append(token.text)
             continue
         if run:
@@ -365,6 +392,13 @@ def _first_match(matcher: Any, doc: Any) -> str | None:
         return None
     _, start, end = min(found, key=lambda match: match[1])
     return doc[start:end].text
+
+
+def _without_end_marks(words: list[str]) -> list[str]:
+    end = len(words)
+    while end and words[end - 1] in FRAGMENT_ENDS:
+        end -= 1
+    return words[:end]
 
 
 def _first_word(words: Sequence[str]) -> str:

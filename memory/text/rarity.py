@@ -44,8 +44,29 @@ def zipf(word: str, language: str) -> float | None:
     return None if unspaced else 0.0
 
 
+# English endings and what they stand for ("pricier" is "pricey" made more, "stoves"
+# more than one "stove").
+ENGLISH_ENDINGS = (("iest", ("y", "ey")), ("ier", ("y", "ey")), ("ies", ("y",)),
+                   ("est", ("", "e")), ("ing", ("", "e")), ("ed", ("", "e")),
+                   ("er", ("", "e")), ("es", ("",)), ("ly", ("",)), ("s", ("",)))
+MIN_STEM = 3
+
+
 def everyday_zipf(word: str, languages: tuple[str, ...]) -> float | None:
     """The word's highest frequency among the languages it may be read in (a word common
-    in either reading is no rare name), or None where none can tell."""
-    known = [z for z in (zipf(word, language) for language in languages) if z is not None]
+    in either reading is no rare name), or None where none can tell. An English form the
+    lists leave out counts as its stem does: "pricier" is as everyday as "pricey"."""
+    known = [z for z in (_inflected_zipf(word, language) for language in languages)
+             if z is not None]
     return max(known, default=None)
+
+
+def _inflected_zipf(word: str, language: str) -> float | None:
+    found = zipf(word, language)
+    if found != 0.0 or language != "en":
+        return found
+    lowered = word.lower()
+    return max((zipf(lowered[: -len(ending)] + stem, language) or 0.0
+                for ending, stems in ENGLISH_ENDINGS
+                if lowered.endswith(ending) and len(lowered) - len(ending) >= MIN_STEM
+                for stem in stems), default=found)

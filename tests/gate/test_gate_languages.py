@@ -56,6 +56,12 @@ def test_han_characters_in_a_japanese_question_are_read_in_both_languages() -> N
     assert everyday_zipf("作", ("ja", "zh")) == zipf("作", "zh")
 
 
+def test_an_english_form_the_word_lists_leave_out_is_as_everyday_as_its_stem() -> None:
+    assert zipf("pricier", "en") == 0.0
+    assert everyday_zipf("pricier", ("en",)) == zipf("pricey", "en") > 3
+    assert everyday_zipf("mealybugs", ("en",)) == 0.0  # rare as its stem is
+
+
 async def decide(message: str, language: str, similarity: float = 0.1):
     async def probe(names):
         return Evidence(similarity, REFERENCE)
