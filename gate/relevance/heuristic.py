@@ -366,7 +366,8 @@ class HeuristicGate:
         """A message in a language other than English, read by its lexicon: a task or
         material handed over needs no memory; pointing back at what was said does; so
         does a question that asks what memory holds (`_memory_asked`), unless it asks for
-        advice or an explanation anyone in the user's place would want; and any question
+        advice or an explanation anyone in the user's place would want or tells its
+        situation at length; and any question
         that stands out in memory against requests in its own language."""
         language = context.language
         # Pointing back at what was said needs memory, whatever task it comes with.
@@ -380,12 +381,16 @@ class HeuristicGate:
         if evidence is None:
             return GateDecision("none", "probe failed")
         seen = f"nearest {evidence.similarity:.2f}, above {evidence.standing:.0%} of requests"
-        if not shape.general:  # advice or an explanation anyone could want: only standing out
+        # Advice or an explanation anyone could want, and a situation told at length (it
+        # says what it needs, as in English): only standing out.
+        if not (shape.general or cues.at_length):
             decision = self._memory_asked(shape, evidence, language, seen)
             if decision is not None:
                 return decision
         if evidence.beats(UNNAMED, UNNAMED_MARGIN):
             return GateDecision("episode", f"stands out in memory: {seen}", "low")
+        if cues.at_length:
+            return GateDecision("none", f"told in full ({language}): {seen}")
         return GateDecision("none", f"nothing stands out in memory ({language}): {seen}")
 
     @staticmethod
@@ -412,10 +417,10 @@ class HeuristicGate:
         named = [word for word in held if word in shape.names]
         if named:
             return GateDecision("episode", f"names someone memory holds ({language}): "
-                                f"{', '.join(named[:4])}", "medium")
+                                f"{', '.join(named[:4])}, {seen}", "medium")
         if shape.particular and held:
             return GateDecision("episode", f"asks a particular memory holds ({language}): "
-                                f"{', '.join(held[:4])}", "medium")
+                                f"{', '.join(held[:4])}, {seen}", "medium")
         if shape.first_person:
             # A question of the user's own is about their life however it is worded; the
             # block stays small.

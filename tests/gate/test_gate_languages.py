@@ -247,3 +247,26 @@ def test_the_words_of_how_a_question_is_asked_are_not_asked_of_memory() -> None:
     assert content_of("¿Cuándo se inauguró el Museo del Prado?", "es").split() == [
         "¿", "se", "inauguró", "el", "Museo", "del", "Prado?"]
     assert "wann" not in content_of("Wann hat Oma Geburtstag?", "de").lower()
+
+
+@pytest.mark.parametrize(
+    ("message", "language"),
+    [
+        ("Ich bin 38, arbeite Teilzeit und habe zwei Kinder. Unser Auto ist zwölf Jahre alt. "
+         "Welches Auto passt zu uns?", "de"),
+        ("我今年三十岁。我在一家小公司做会计。老板想让我转去做销售。我该接受吗？", "zh"),
+    ],
+)
+async def test_a_situation_told_at_length_in_any_language_needs_memory_to_stand_out(
+    message: str, language: str
+) -> None:
+    # Memory holds the user's own words ("Welches Auto passt zu uns?" alone gets memory),
+    # but the message already says what it needs.
+    async def probe(names):
+        return Evidence(0.3, REFERENCE, words={"auto": 2, "teilzeit": 1, "会 计": 1},
+                        items=60, size=2000, commonness={"auto": 4.5, "teilzeit": 3.0,
+                                                         "会 计": 4.0})
+
+    decision = await HeuristicGate().decide(message, GateContext(probe=probe, language=language))
+    assert decision.section == "none", decision.reason
+    assert decision.reason.startswith("told in full")
