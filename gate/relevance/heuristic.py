@@ -25,9 +25,9 @@ In order, the first that speaks decides:
    prompts. Any other name (a person, a place, a quoted title) found in the retrieved
    items: when it beats nine tenths of them.
 6. A question of the user's own (about their life, pointing back at a thing they spoke
-   of, or a lookup that names nothing of the world) whose retrieval beats nine tenths of
-   the reference prompts, or any other question that beats every one by a margin: a
-   small block.
+   of, or a lookup or a count of what happened that names nothing of the world) whose
+   retrieval beats nine tenths of the reference prompts, or any other question that
+   beats every one by a margin: a small block.
 
 The retrieval evidence (types.Evidence) is the agent's own: the message's nearest item
 against how near the reference prompts (reference.py) come to the same memory, so a
@@ -356,6 +356,12 @@ class HeuristicGate:
             # A lookup that names nothing of the world ("passport expiry pls", "bus number
             # to work?") asks after a thing of the asker's own, as "my" would.
             return GateDecision("episode", f"a lookup of the user's own: {seen}", "low")
+        if (personal.tallied is not None and not cues.names and not personal.advice
+                and evidence.beats(OWN_QUESTION)):
+            # So does a count or a length of what happened that names nothing of the world
+            # ("how many times has the basement flooded this year?").
+            why = f"a count of the user's own: '{personal.tallied}', {seen}"
+            return GateDecision("episode", why, "low")
         if evidence.beats(UNNAMED, UNNAMED_MARGIN):
             return GateDecision("episode", f"stands out in memory: {seen}", "low")
         return GateDecision("none", f"nothing stands out in memory: {seen}")

@@ -148,6 +148,8 @@ ASKING_A_THING = word_set("what which who where whats wat wut")
 REPORTING = word_set(
     "tell remind list find show name add sum count total tally figure work calculate compute")
 QUANTITIES = word_set("much many long often")
+HAPPENED_AUX = word_set("did has have had was were")
+TALLY_REACH = 4  # words from "how many" to the auxiliary: "how many babies were born"
 THE_WORDS = word_set("the all every each")
 AT_HAND = word_set("this these here above below attached pasted")
 # Past forms that do not end in "-ed": "where I put the spare key", "what I paid for it".
@@ -245,6 +247,9 @@ class Personal:
     # A time ahead is named ("this weekend", "tomorrow"): the situation is a plan of the
     # user's, which their ways shape, not a problem with a fix anyone gets.
     planned: bool = False
+    # A count or a length of what happened ("how many times has the basement flooded",
+    # "how long did the passport renewal take"): the words that ask it.
+    tallied: str | None = None
 
 
 def read_sentence(words: Sequence[str], signals: Personal, first_sentence: bool) -> None:
@@ -271,6 +276,7 @@ def read_sentence(words: Sequence[str], signals: Personal, first_sentence: bool)
     if signals.situated is None:
         signals.situated = _situated(words, opening)
     signals.planned = signals.planned or _time_ahead(words)
+    signals.tallied = signals.tallied or _tallied(words)
     if signals.points_back is None:
         signals.points_back = _points_back(words)
     asks = _asks(words, opening)
@@ -775,6 +781,20 @@ def _way_to(words: Sequence[str], i: int) -> bool:
     return (words[i + 1] in ("way", "ways") and i + 2 < len(words) and words[i + 2] == "to"
             and (words[i].endswith("est") or words[i] in WAY_OPENERS
                  or (i > 0 and words[i - 1] in WAY_OPENERS)))
+
+
+def _tallied(words: Sequence[str]) -> str | None:
+    """"how many / how long ..." then a past or perfect auxiliary before the clause ends:
+    a count or a length of what happened."""
+    for i in range(len(words) - 2):
+        if words[i] != "how" or words[i + 1] not in QUANTITIES:
+            continue
+        for j in range(i + 2, min(len(words), i + 2 + TALLY_REACH)):
+            if words[j] in BREAKS:
+                break
+            if words[j] in HAPPENED_AUX:
+                return " ".join(words[i:j + 1])
+    return None
 
 
 def _time_ahead(words: Sequence[str]) -> bool:

@@ -1258,3 +1258,21 @@ def test_a_day_or_a_month_is_no_name() -> None:
     message = "The shops close early this Friday. Why do stores do that in December?"
     cues = shared_scanner().scan(message)
     assert cues.names == []
+
+
+@pytest.mark.parametrize("question", [
+    "how many times has the dishwasher leaked since spring?",
+    "How long did the visa application take in the end?",
+])
+async def test_a_count_of_what_happened_naming_nothing_of_the_world_is_the_users_own(
+    question: str,
+) -> None:
+    near = await decide(question, Probe(0.385), entities=())
+    assert (near.section, near.confidence) == ("episode", "low"), near.reason
+    assert near.reason.startswith("a count of the user's own")
+    assert (await decide(question, Probe(0.3), entities=())).section == "none"
+    # Naming something of the world, or asking how to, it is anyone's.
+    named = "How long did the Hundred Years' War last?"
+    assert (await decide(named, Probe(0.385), entities=())).section == "none"
+    howto = "How long should I rest a steak?"
+    assert shared_scanner().scan(howto).personal.tallied is None
