@@ -135,3 +135,23 @@ def test_public_instruction_sets_become_generic_prompts(tmp_path: Path) -> None:
                         "prompt": "Fix the grammar.\n\nme and him goes home"}
     assert items[1] == {"id": "pub-wizardlm-7", "kind": "wizardlm", "prompt": "Explain tides."}
     assert [item["kind"] for item in items[2:]] == ["alpaca", "alpaca"]
+
+
+def test_koala_and_mt_bench_become_generic_prompts(tmp_path: Path) -> None:
+    koala = tmp_path / "koala.jsonl"
+    koala.write_text(json.dumps({"id": "koala_3", "prompt": " Proofread this. "}) + "\n")
+    mt_bench = tmp_path / "mt_bench.jsonl"
+    mt_bench.write_text(json.dumps({"question_id": 81, "category": "writing", "turns": [
+        "Write a travel blog post.", "Rewrite your previous response."]}) + "\n")
+    out = tmp_path / "prompts.jsonl"
+    subprocess.run(
+        [sys.executable, "-m", "tests.benchmarks.quality.public_prompts",
+         "--koala", str(koala), "--mt-bench", str(mt_bench), "--out", str(out)],
+        check=True, capture_output=True, timeout=120)
+
+    items = [json.loads(line) for line in out.read_text().splitlines()]
+    assert items == [
+        {"id": "pub-koala_3", "kind": "koala", "prompt": "Proofread this."},
+        # Only the first turn: the second refers back to an answer not given here.
+        {"id": "pub-mt-bench-81", "kind": "mt_bench", "prompt": "Write a travel blog post."},
+    ]

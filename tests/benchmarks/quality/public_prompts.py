@@ -9,7 +9,11 @@ instruction followed by its input after a blank line, as a user would paste it.
 - WizardLM's test set: `WizardLM/data/WizardLM_testset.jsonl` (218) of
   github.com/nlpxucan/WizardLM;
 - Alpaca: `data/alpaca_5000.json` of github.com/tatsu-lab/stanford_alpaca, of which
-  `--alpaca-sample` prompts are drawn with a fixed seed.
+  `--alpaca-sample` prompts are drawn with a fixed seed;
+- Koala's test set, prompts users shared: `koala_test_set.jsonl` (180) of
+  github.com/arnav-gudibande/koala-test-set;
+- MT-Bench's first turns (the second ones refer back to the first answer):
+  `fastchat/llm_judge/data/mt_bench/question.jsonl` (80) of github.com/lm-sys/FastChat.
 
     python -m tests.benchmarks.quality.public_prompts --self-instruct-user U.jsonl \\
         --self-instruct-seed S.jsonl --wizardlm W.jsonl --alpaca A.json --out prompts.jsonl
@@ -54,6 +58,19 @@ def alpaca(path: Path, sample: int) -> Iterator[dict[str, Any]]:
                "prompt": _prompt(task["instruction"], task.get("input", ""))}
 
 
+def koala(path: Path) -> Iterator[dict[str, Any]]:
+    for line in path.read_text(encoding="utf-8").splitlines():
+        task = json.loads(line)
+        yield {"id": f"pub-{task['id']}", "kind": "koala", "prompt": task["prompt"].strip()}
+
+
+def mt_bench(path: Path) -> Iterator[dict[str, Any]]:
+    for line in path.read_text(encoding="utf-8").splitlines():
+        task = json.loads(line)
+        yield {"id": f"pub-mt-bench-{task['question_id']}", "kind": "mt_bench",
+               "prompt": task["turns"][0].strip()}
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--self-instruct-user", type=Path)
@@ -61,6 +78,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--wizardlm", type=Path)
     parser.add_argument("--alpaca", type=Path)
     parser.add_argument("--alpaca-sample", type=int, default=600)
+    parser.add_argument("--koala", type=Path)
+    parser.add_argument("--mt-bench", type=Path)
     parser.add_argument("--out", type=Path, required=True)
     options = parser.parse_args(argv)
     items: list[dict[str, Any]] = []
@@ -72,6 +91,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         items += wizardlm(options.wizardlm)
     if options.alpaca:
         items += alpaca(options.alpaca, options.alpaca_sample)
+    if options.koala:
+        items += koala(options.koala)
+    if options.mt_bench:
+        items += mt_bench(options.mt_bench)
     with options.out.open("w", encoding="utf-8") as out:
         for item in items:
             out.write(json.dumps(item, ensure_ascii=False) + "\n")
