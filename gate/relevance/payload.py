@@ -80,6 +80,33 @@ class Request:
 
 def split_request(text: str) -> Request:
     """The instruction (the user's own words) and the payload (material to work on)."""
+    first, rest = _opening_on_material(text)
+    if rest:
+        opening = _split_lines(first)
+        return Request(opening.instruction, "\n\n".join(filter(None, [opening.payload, rest])))
+    request = _split_lines(text)
+    if not request.has_payload:
+        return _by_paragraphs(text) or _by_pointing_sentence(text) or request
+    return request
+
+
+def _opening_on_material(text: str) -> tuple[str, str]:
+    """(the first paragraph, the rest) of a message that opens on the material it acts on
+    ("Rephrase this article ...", "Summarize the following ..."): the paragraphs after are
+    the material, however much of it runs on into the first; ("", "") otherwise."""
+    parts = _PARAGRAPH_BREAK.split(text.strip(), maxsplit=1)
+    if len(parts) < 2:
+        return "", ""
+    words = [w.lower() for w in _WORD.findall(parts[0][:MAX_POINTING_CHARS])]
+    if _acts_on(words) and (words[1] not in POINTED_OBJECTS
+                            or (len(words) > 2 and words[2] in MATERIAL)):
+        return parts[0], parts[1]
+    return "", ""
+
+
+def _split_lines(text: str) -> Request:
+    """The line-by-line reading: quotations, blocks a colon introduces, labelled input,
+    lists after a colon, code fences."""
     own: list[str] = []
     material: list[str] = []
     lines = text.split("\n")
@@ -131,10 +158,7 @@ def split_request(text: str) -> Request:
     instruction = "\n".join(own).strip()
     if not instruction:  # all of it handed over: its first line is what there is to read
         instruction = text.strip().split("\n", 1)[0]
-    request = Request(instruction, "\n".join(material).strip())
-    if not request.has_payload:
-        return _by_paragraphs(text) or _by_pointing_sentence(text) or request
-    return request
+    return Request(instruction, "\n".join(material).strip())
 
 
 def _by_paragraphs(text: str) -> Request | None:
@@ -176,11 +200,16 @@ def _by_pointing_sentence(text: str) -> Request | None:
         return None
     head, rest = stripped[: end.end()].strip(), stripped[end.end():].strip()
     words = [w.lower() for w in _WORD.findall(head)]
-    acting = (len(words) >= 2 and words[0] not in NOT_ACTING and words[0] not in FIRST_PERSON
-              and (words[1] in POINTED_OBJECTS or words[1:3] == ["the", "following"]))
-    if not acting or FIRST_PERSON.intersection(words) or len(rest) < MIN_INLINE_PAYLOAD_CHARS:
+    if (not _acts_on(words) or FIRST_PERSON.intersection(words)
+            or len(rest) < MIN_INLINE_PAYLOAD_CHARS):
         return None
     return Request(head, rest)
+
+
+def _acts_on(words: list[str]) -> bool:
+    """Whether the words open by doing something to "this" or "the following"."""
+    return (len(words) >= 2 and words[0] not in NOT_ACTING and words[0] not in FIRST_PERSON
+            and (words[1] in POINTED_OBJECTS or words[1:3] == ["the", "following"]))
 
 
 def _points_at_material(words: list[str]) -> bool:

@@ -41,6 +41,16 @@ from mnemoproxy.gate.relevance.payload import split_request
          "Make these into a timeline.", "my son"),
         ("condense the following! our quarterly sync ran long because I overran my slot",
          "condense the following!", "my slot"),
+        # A first paragraph opening on the material it acts on is the instruction however
+        # much of the material runs on into it; the paragraphs after are material.
+        ("Rephrase this article in plain words for a school newsletter, keep the headings "
+         "and add a short summary. Based on our review so far, no member's details were "
+         "exposed, and we moved quickly once we knew what had happened to the server.\n\n"
+         "How Did We Respond?\nWe reset every password the same night.",
+         "Rephrase this article in plain words for a school newsletter, keep the headings "
+         "and add a short summary. Based on our review so far, no member's details were "
+         "exposed, and we moved quickly once we knew what had happened to the server.",
+         "How Did We Respond?"),
         # Items listed after a colon are things to work on.
         ("order these by price: my old Kindle, our spare tent, the blue kayak, two oars",
          "order these by price:", "our spare tent"),
@@ -92,7 +102,7 @@ def test_the_users_own_words_stay_theirs(message: str) -> None:
     ["\n" * 100_000, "“" * 100_000, '"' * 100_000, "a:\n" * 50_000, "1. x\n" * 50_000,
      "x: y\n" * 50_000, "this: " + "a" * 100_000, "猫 a " * 30_000, "a\n\n" * 50_000,
      "'" * 100_000, " 'a" * 50_000, "a' " * 50_000, "“Aa " * 50_000 + "”",
-     "fix this " * 50_000 + ". ok"],
+     "fix this " * 50_000 + ". ok", "rewrite this text " + "a " * 50_000 + "\n\n" * 1000],
 )
 def test_adversarial_text_is_read_in_linear_time(text: str) -> None:
     started = time.process_time()
