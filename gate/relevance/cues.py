@@ -12,6 +12,8 @@ from __future__ import annotations
 from typing import Any
 
 TokenSpec = str | dict[str, Any]
+# Words after "what was that" that ask how something went, not for a thing told.
+NOT_ASKED_BACK = ("like", "about", "for", "all", "in", "on", "to", "when", "because", "so")
 GAP: dict[str, Any] = {"OP": "{0,4}"}
 
 COPULA = "'s|’s|s|is|was"
@@ -147,6 +149,10 @@ CUE_PATTERNS: dict[str, list[list[dict[str, Any]]]] = {
         seq("remind", "me", "what|of|about|who|where|when|how|which|why|whether|again"),
         # "What's the band called again?": asked to be reminded of a particular.
         seq("what|whats|where|wheres|who|whos|when|which", GAP, "again", "?"),
+        # "What was that bakery name with the kettle in it?": a thing asked back, as told
+        # before ("what was that like?" asks how it went).
+        seq("what|who|where|which", "was|were", "that|those",
+            {"IS_ALPHA": True, "LOWER": {"NOT_IN": list(NOT_ASKED_BACK)}}),
         seq("do|did|can|could|would", "you", "recall"),
         # "How do I recall an email?" asks how to do a thing: "I" recalls only rightly.
         seq("do|did", "i", "recall", "correctly|right|rightly"),
@@ -218,9 +224,9 @@ def _required_words(token: dict[str, Any]) -> frozenset[str]:
     value = token.get("LOWER", token.get("ORTH"))
     if isinstance(value, str):
         return frozenset({value.lower()})
-    if isinstance(value, dict):
+    if isinstance(value, dict) and "IN" in value:
         return frozenset(word.lower() for word in value["IN"])
-    return frozenset()
+    return frozenset()  # any word but some ("NOT_IN") is no anchor
 
 
 def anchor_words(pattern: list[dict[str, Any]]) -> frozenset[str]:

@@ -27,7 +27,8 @@ In order, the first that speaks decides:
 6. A question of the user's own (about their life, pointing back at a thing they spoke
    of, or a lookup or a count of what happened that names nothing of the world) whose
    retrieval beats nine tenths of the reference prompts, or any other question that
-   beats every one by a margin: a small block.
+   beats every one by a margin and does not tell at length what it asks about: a small
+   block.
 
 The retrieval evidence (types.Evidence) is the agent's own: the message's nearest item
 against how near the reference prompts (reference.py) come to the same memory, so a
@@ -325,7 +326,11 @@ class HeuristicGate:
             return GateDecision("episode", why, "low")
         if personal.task:
             return GateDecision("none", "a task anyone could ask for")
-        if personal.for_the_user is not None and evidence.beats(FOR_THE_USER):
+        # Asked for the user with their background told at length ("I have competencies
+        # in ..., what jobs could I do?"): it says what it needs, as a situation told does.
+        for_the_user = (evidence.beats(UNNAMED, UNNAMED_MARGIN) if cues.at_length
+                        else evidence.beats(FOR_THE_USER))
+        if personal.for_the_user is not None and for_the_user:
             why = f"asked for the user: '{personal.for_the_user}', {seen}"
             return GateDecision("episode", why, "low")
         if not asked:  # asked for the user, but nothing stands out
@@ -357,11 +362,17 @@ class HeuristicGate:
             # to work?") asks after a thing of the asker's own, as "my" would.
             return GateDecision("episode", f"a lookup of the user's own: {seen}", "low")
         if (personal.tallied is not None and not cues.names and not personal.advice
-                and evidence.beats(OWN_QUESTION)):
+                and not cues.at_length and evidence.beats(OWN_QUESTION)):
             # So does a count or a length of what happened that names nothing of the world
-            # ("how many times has the basement flooded this year?").
+            # ("how many times has the basement flooded this year?"); one after a telling
+            # at length counts what it told.
             why = f"a count of the user's own: '{personal.tallied}', {seen}"
             return GateDecision("episode", why, "low")
+        if cues.at_length:
+            # A question that tells at length what it asks about ("Benjamin bought 5
+            # copies of ... What was the total cost?") and speaks of nothing memory holds
+            # is answered by what it tells.
+            return GateDecision("none", f"told in full: {seen}")
         if evidence.beats(UNNAMED, UNNAMED_MARGIN):
             return GateDecision("episode", f"stands out in memory: {seen}", "low")
         return GateDecision("none", f"nothing stands out in memory: {seen}")

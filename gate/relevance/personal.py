@@ -107,6 +107,9 @@ TASK_PAIRS = frozenset(
 )
 TASK_PHRASES = (("explain", "your", "answer"), ("try", "to", "explain"), ("step", "-", "by"),
                 ("step", "by", "step"))
+# Phrasal verbs that ask for a piece of work as a task opener does ("Come up with a
+# name for ...", "can you come up with a slogan").
+WORK_PHRASES = (("come", "up", "with"),)
 HELP_TASKS = word_set("write draft create compose prepare plan understand")
 # "Tell me a joke about ...", "give me a riddle": a piece of writing asked for.
 TELLING = word_set("tell give")
@@ -158,6 +161,12 @@ IRREGULAR_PAST = GIVING | word_set(
     brought built caught came dug drew drank drove fell fed felt fought flew forgot froze
     grew hung heard hid held knew lent rode rang rose ran sold shook shot slept spoke stood
     stole stuck swam swung tore thought threw understood woke won wrote""")
+# After "have" or "had": "the countries I've been to", "what the bike has cost me".
+PERFECT_AUX = word_set("have 've has had")
+PARTICIPLES = IRREGULAR_PAST | word_set(
+    """been done seen eaten taken given gone written driven ridden flown grown known shown
+    spoken stolen worn chosen forgotten frozen hidden broken fallen begun drunk swum sung
+    run cost""")
 
 REQUESTING = word_set("can could would will please give tell suggest recommend any")
 VIEW_VERBS = word_set("think recommend suggest reckon advise believe feel say")
@@ -483,7 +492,7 @@ def role_play(words: Sequence[str]) -> bool:
 
 def _is_task(words: Sequence[str], opening: Sequence[str], *, cast: bool | None = None) -> bool:
     """`cast`: whether the sentence is a role-play set-up, when already known."""
-    if opening and opening[0] in TASK_OPENERS:
+    if opening and _work_verb(opening):
         return True
     if role_play(words) if cast is None else cast:
         return True
@@ -510,11 +519,16 @@ def _is_task(words: Sequence[str], opening: Sequence[str], *, cast: bool | None 
 def _asks_for_work(words: Sequence[str]) -> bool:
     """'Can you explain ...', 'could you please write ...': a piece of work asked of the
     model, in whichever sentence it comes."""
-    opening = [w for w in words if w.isalpha()][:4]
+    opening = [w for w in words if w.isalpha()][:6]
     if len(opening) < 3 or opening[0] not in REQUESTING or opening[1] != "you":
         return False
-    verb = opening[3] if opening[2] == "please" and len(opening) > 3 else opening[2]
-    return verb in TASK_OPENERS
+    return _work_verb(opening[3:] if opening[2] == "please" else opening[2:])
+
+
+def _work_verb(words: Sequence[str]) -> bool:
+    """Whether `words` open on a verb that asks for a piece of work."""
+    return bool(words) and (words[0] in TASK_OPENERS or any(
+        tuple(words[: len(phrase)]) == phrase for phrase in WORK_PHRASES))
 
 
 def _howto(opening: Sequence[str], told: bool = False) -> bool:
@@ -573,6 +587,8 @@ def _own_past(words: Sequence[str], opening: Sequence[str], told: bool = False) 
         before = words[i - 1] if i > 0 else ""
         if not wh:
             if bidding and _done_by_user(words, i):
+                return " ".join(pair)
+            if bidding and _done_to_user(words, i + 1):
                 return " ".join(pair)
             continue
         if _how_to(words, i):  # "... and how do we introduce her", "where do I start?"
@@ -658,7 +674,7 @@ def _done_by_user(words: Sequence[str], at: int) -> bool:
     """Whether a subject at `at`, then a past verb, is a clause about what the user did
     that a request asks after: "where I parked", "how much we spent", "the places we
     visited"; not a clause of the request's own ("saying I quit", "if we moved")."""
-    if at < 1 or at + 1 >= len(words) or words[at] not in SUBJECTS or not _past(words[at + 1]):
+    if at < 1 or at + 1 >= len(words) or words[at] not in SUBJECTS or not _done(words, at + 1):
         return False
     before = words[at - 1]
     return (before in ASKING_A_THING or before in QUANTITIES
@@ -667,8 +683,36 @@ def _done_by_user(words: Sequence[str], at: int) -> bool:
                 and before not in TASK_OBJECTS))
 
 
+def _done_to_user(words: Sequence[str], at: int) -> bool:
+    """Whether "me" or "us" at `at` closes a clause a request asks after, of what was done
+    to the user: "add up what the bike has cost me", "list everything the vet gave us"."""
+    if words[at] not in OBJECTS or at < 2:
+        return False
+    verb = at - 1
+    done = _past(words[verb]) or (words[verb] in PARTICIPLES and words[verb - 1] in PERFECT_AUX)
+    return done and not ASKING_A_THING.isdisjoint(words[max(0, at - DONE_TO_REACH) : verb])
+
+
+# Words from the question word to the "me" of what was done to the user.
+DONE_TO_REACH = 7
+
+
+def _done(words: Sequence[str], at: int) -> bool:
+    """Whether the words at `at` say a thing done: a past verb, or "have" and its
+    participle ("I've traveled", "we had seen")."""
+    if words[at] in PERFECT_AUX and at + 1 < len(words):
+        return _past(words[at + 1]) or words[at + 1] in PARTICIPLES
+    return _past(words[at])
+
+
 def _past(word: str) -> bool:
-    return (word.endswith("ed") and len(word) > 3) or word in IRREGULAR_PAST
+    # "need", "feed", "succeed" end in "-ed" and are no past; "agreed", "freed" are.
+    regular = word.endswith("ed") and len(word) > 3 and (
+        not word.endswith("eed") or word in PAST_IN_EED)
+    return regular or word in IRREGULAR_PAST
+
+
+PAST_IN_EED = word_set("agreed disagreed freed guaranteed decreed refereed")
 
 
 def _how_things_work(opening: Sequence[str]) -> bool:

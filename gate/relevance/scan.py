@@ -46,6 +46,7 @@ from mnemoproxy.memory import zipf
 # scanning only these keeps a 10k-character message nearly as cheap as a short one.
 HEAD_CHARS = 2000
 TAIL_CHARS = 500
+HTML_BREAK = re.compile(r"<br\s{0,3}/?>", re.IGNORECASE)
 # And of those, the first and last sentences: a long message is mostly material.
 HEAD_SENTENCES = 12
 TAIL_SENTENCES = 6
@@ -84,11 +85,12 @@ AFTER_A_NAME = frozenset({"and", "or", "of", "in", "on", "at", "to", "from", "wi
 
 
 def scan_window(text: str) -> str:
-    """The part of a message searched for cues: all of it, or its head and tail."""
-    if len(text) <= HEAD_CHARS + TAIL_CHARS:
-        return text
-    # The line break ends a sentence, so no pattern spans the cut.
-    return f"{text[:HEAD_CHARS]}\n{text[-TAIL_CHARS:]}"
+    """The part of a message searched for cues: all of it, or its head and tail; a line
+    break pasted from a web page as "<br>" is read as the line break it shows."""
+    if len(text) > HEAD_CHARS + TAIL_CHARS:
+        # The line break ends a sentence, so no pattern spans the cut.
+        text = f"{text[:HEAD_CHARS]}\n{text[-TAIL_CHARS:]}"
+    return HTML_BREAK.sub("\n", text)
 
 
 @dataclass

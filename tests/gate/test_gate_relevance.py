@@ -19,7 +19,7 @@ from mnemoproxy.gate.relevance import (
     make_gate,
 )
 from mnemoproxy.gate.relevance.llm import MAX_ANSWER_TOKENS
-from mnemoproxy.gate.relevance.scan import HEAD_CHARS, TAIL_CHARS, shared_scanner
+from mnemoproxy.gate.relevance.scan import HEAD_CHARS, TAIL_CHARS, scan_window, shared_scanner
 from mnemoproxy.memory.core_model.client import Completion
 
 PETS = ("Luna", "Blue Lagoon", "Bob")
@@ -1276,3 +1276,70 @@ async def test_a_count_of_what_happened_naming_nothing_of_the_world_is_the_users
     assert (await decide(named, Probe(0.385), entities=())).section == "none"
     howto = "How long should I rest a steak?"
     assert shared_scanner().scan(howto).personal.tallied is None
+
+
+def test_coming_up_with_something_is_work_asked_of_the_model() -> None:
+    scan = shared_scanner().scan
+    assert scan("Can you come up with a name for the reading challenge our team runs?"
+                ).personal.task
+    assert scan("Come up with five names for a bakery.").personal.task
+    assert not scan("How did you come up with that?").personal.task
+
+
+async def test_asked_for_the_user_with_their_background_told_needs_memory_to_stand_out() -> None:
+    told = ("I studied marine biology, spent four years on research boats and code a little "
+            "in R. Which jobs could I apply for, and at what kind of companies?")
+    assert shared_scanner().scan(told).personal.for_the_user is not None
+    assert (await decide(told, Probe(0.40))).section == "none"
+    assert (await decide(told, Probe(0.50))).section == "episode"
+    # Asked without the telling, the user's background is memory's to give.
+    short = "Which jobs could I apply for?"
+    assert (await decide(short, Probe(0.40))).section == "episode"
+
+
+async def test_a_question_that_tells_at_length_what_it_asks_about_is_answered_by_it() -> None:
+    problem = ("Maria bought 4 notebooks at $3 each and 2 pens at $1.50 each. She paid with a "
+               "$20 bill. How much change did she get back?")
+    decision = await decide(problem, Probe(0.50), entities=())
+    assert (decision.section, decision.reason.split(":")[0]) == ("none", "told in full")
+
+
+@pytest.mark.parametrize(("message", "own_past"), [
+    ("list the cities I've flown to since March", "i 've"),
+    ("add up what the boiler has cost us in call-outs", "cost us"),
+    ("tell me what the dentist charged me last time", "charged me"),
+    # "need" ends in "-ed" and is no past; "would" is no "had".
+    ("Tell me what I need for a weekend in Oslo", None),
+    ("tell me what I'd need for a weekend in Oslo", None),
+    ("tell me what a weekend in Oslo would cost me", None),
+])
+def test_a_request_asks_after_what_the_user_has_done_or_had_done_to_them(
+    message: str, own_past: str | None,
+) -> None:
+    assert shared_scanner().scan(message).personal.own_past == own_past
+
+
+@pytest.mark.parametrize(("message", "asked_back"), [
+    ("What was that pasta shape with the little ears?", "What was that pasta"),
+    ("which were those two plants that hate wet feet", "which were those two"),
+    ("What was that like?", None),
+    ("What was that about?", None),
+])
+def test_what_was_that_thing_asks_a_thing_back(message: str, asked_back: str | None) -> None:
+    cues = shared_scanner().scan(message)
+    assert cues.asked_back == asked_back
+    assert "recall" not in cues.matches  # of no one: the evidence decides
+
+
+async def test_a_thing_asked_back_of_no_one_is_decided_by_the_evidence() -> None:
+    message = "What was that pasta shape with the little ears?"
+    assert (await decide(message, Probe(0.3), entities=())).section == "none"
+    near = await decide(message, Probe(0.385), entities=())
+    assert (near.section, near.confidence) == ("episode", "low"), near.reason
+
+
+def test_a_line_break_pasted_as_html_ends_a_sentence() -> None:
+    message = ("We start our team's step challenge in May, as every year.<br><br>Can you come "
+               "up with a name for it?")
+    assert shared_scanner().scan(message).personal.task
+    assert scan_window("a<BR />b<br>c") == "a\nb\nc"
