@@ -191,6 +191,11 @@ class CueScanner:
                 # "We discussed this in my book club": a talk the user had with others.
                 dropped = EPISODE if _among_the_users_own(lowered) else frozenset()
                 self._match_cues(doc, anchors, cues, _clause_only(lowered), dropped)
+            if cues.asked_back is None and "recall" not in cues.matches and _asked_again(
+                    lowered):
+                # "what's on thursdays in that gym split again": a particular asked back,
+                # however far "again" closes it.
+                cues.asked_back = sentence.strip()
             if entity_matcher is not None and cues.entity is None:
                 cues.entity = _first_match(entity_matcher, doc)
         cues.is_question = cues.is_question or opening in INTERROGATIVES or closing in WH_LAST
@@ -265,6 +270,10 @@ POSSESSIVE_ENDINGS = frozenset({"'s", "’s"})
 # "with my", "in my", "at my": where a talk the user tells of took place, among others.
 SETTINGS = frozenset({"with", "in", "at", "among"})
 EPISODE = frozenset({"episode"})
+# Question words that ask a particular back with "again" ("what's ... again"), and the
+# subjects that make "again" a repetition instead.
+ASKED_AGAIN = frozenset({"what", "whats", "where", "wheres", "who", "whos", "when", "which"})
+SUBJECT_WORDS = frozenset({"i", "we", "you", "it", "he", "she", "they"})
 # A message opening with one of these is a question or a request already.
 ASKING_OPENERS = INTERROGATIVES | REQUEST_VERBS
 
@@ -311,6 +320,14 @@ def _reminded_how_to(words: Sequence[str]) -> bool:
 def _asks_to_be_reminded(words: Sequence[str]) -> bool:
     return any(words[i:i + 2] == ["remind", "me"] and words[i + 2] in INTERROGATIVES
                for i in range(len(words) - 2))
+
+
+def _asked_again(words: Sequence[str]) -> bool:
+    """A question word opening the sentence and "again" closing it, with no one doing
+    anything between ("so it never happens again" repeats, it does not ask back)."""
+    spoken = [word for word in words if word.isalpha()]
+    return (len(spoken) > 2 and spoken[0] in ASKED_AGAIN and spoken[-1] == "again"
+            and SUBJECT_WORDS.isdisjoint(spoken))
 
 
 def _speaks_of_someone(words: Sequence[str]) -> bool:

@@ -1343,3 +1343,15 @@ def test_a_line_break_pasted_as_html_ends_a_sentence() -> None:
                "up with a name for it?")
     assert shared_scanner().scan(message).personal.task
     assert scan_window("a<BR />b<br>c") == "a\nb\nc"
+
+
+@pytest.mark.parametrize(("message", "asked_back"), [
+    ("whats the wifi password at the cabin again", True),
+    ("What is the name of the bakery on the corner of Elm street again", True),
+    # With someone doing something, "again" repeats it.
+    ("what can I do so it never happens again", False),
+])
+def test_again_closing_a_question_asks_a_particular_back_however_far(
+    message: str, asked_back: bool,
+) -> None:
+    assert (shared_scanner().scan(message).asked_back is not None) == asked_back
