@@ -177,6 +177,9 @@ CUE_PATTERNS: dict[str, list[list[dict[str, Any]]]] = {
             "say|tell|mention|recommend|suggest|give|share|explain|show|list|call|name|offer",
         ),
         seq("you", "told|mentioned|recommended|suggested|gave|showed|shared", "me|us"),
+        # "you mentioned a stretch for my lower back, which one was it"
+        seq("you", "mentioned|recommended|suggested|said",
+            "a|an|the|some|that|this|those|one|something"),
     ],
     "preference": [
         seq(

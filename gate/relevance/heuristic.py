@@ -100,12 +100,15 @@ NAME_ZIPF = 3.0
 LOOKUP_WORDS = 5
 
 
-def _speaks_of_memory(cues: Cues, evidence: Evidence) -> bool:
+def _speaks_of_memory(cues: Cues, evidence: Evidence, background: bool = False) -> bool:
     """Whether a question speaks of the user or names what memory knows (a person, a
     known entity): a question that does neither is about the world, and a rare word it
     shares with memory ("the most impactful projects of a footballer's charity") is a
-    topic both happen to touch."""
-    return cues.first_person or bool(evidence.names) or cues.entity is not None
+    topic both happen to touch. The user's situation told as `background` to a question
+    about the world ("My dad's favourite band is Pink Floyd. What year did ...?") does
+    not speak of them."""
+    return ((cues.first_person and not background) or bool(evidence.names)
+            or cues.entity is not None)
 
 
 def _capitalised_in(words: list[str], message: str) -> bool:
@@ -157,6 +160,12 @@ def _rule_matches(cues: Cues) -> dict[str, str]:
     if cues.personal.explains:
         matches.pop("calendar", None)
         matches.pop("preference", None)
+    # "Which was invented earlier, the fax or the telephone?": the order asked of the
+    # things set against each other, not a time pointed back at.
+    pointed = matches.get("back_then", "").lower()
+    if (cues.personal.alternatives and cues.personal.in_time
+            and pointed.startswith(("earlier", "previously"))):
+        matches.pop("back_then")
     return matches
 
 
@@ -189,14 +198,16 @@ class HeuristicGate:
             shape = read_shape(split_request(message).instruction, context.language)
             if shape is not None:
                 return await self._decide_by_shape(shape, cues, context)
+        personal = cues.personal
+        # A scene or a persona set up: what it says of "me", of "last night" or of "what
+        # you remember" belongs to the scene.
+        if personal.role_play:
+            return GateDecision("none", "a role-play or persona set-up")
         decision = lexical_decision(cues)
         if decision is not None:
             return decision
-        personal = cues.personal
         if personal.own_past is not None:
             return GateDecision("episode", f"the user's own past: '{personal.own_past}'")
-        if personal.role_play:
-            return GateDecision("none", "a role-play or persona set-up")
         if cues.has_payload:
             return GateDecision("none", "a task on the material it hands over")
         # A fragment pointing at a thing the user spoke of ("that app I use for budget")
@@ -215,7 +226,9 @@ class HeuristicGate:
             if evidence is not None and _document_answers(evidence):
                 return GateDecision(
                     "document", f"a document holds {evidence.document:.0%} of its words")
-        if personal.world_question and not personal.user_question:
+        background = (personal.world_question and not personal.user_question
+                      and personal.situated is not None)
+        if background:
             # What the user tells of themselves beside a question anyone could ask (about
             # the world, or advice as anyone in their place would want: "we did this in
             # class last week: what is the derivative of ...?", "I'm nervous about
@@ -245,7 +258,7 @@ class HeuristicGate:
             held = [] if evidence is None else evidence.held_in_each(
                 personal.alternatives, OWN_WORD_ZIPF, RARE_SHARE, RARE_ITEMS)
             if evidence is not None and held and (
-                    personal.in_time or _speaks_of_memory(cues, evidence)):
+                    personal.in_time or _speaks_of_memory(cues, evidence, background)):
                 return GateDecision(
                     "episode", f"compares what memory holds: {' / '.join(held)}", "medium")
         if cues.is_question and not (personal.task or personal.advice):
@@ -257,7 +270,7 @@ class HeuristicGate:
             held = [] if evidence is None else evidence.rare_words_held(
                 RARE_SHARE, RARE_ITEMS, NAME_ZIPF, unknown=False)
             if evidence is not None and held and (
-                    (_speaks_of_memory(cues, evidence) and not cues.at_length)
+                    (_speaks_of_memory(cues, evidence, background) and not cues.at_length)
                     or cues.words <= LOOKUP_WORDS or _capitalised_in(held, message)):
                 return GateDecision(
                     "episode", f"names what only memory knows: {', '.join(held[:4])}",
@@ -267,7 +280,7 @@ class HeuristicGate:
             # study results come back before my trip?").
             phrases = [] if evidence is None else evidence.phrases_held(RARE_SHARE, RARE_ITEMS)
             if evidence is not None and phrases and (
-                    _speaks_of_memory(cues, evidence) or cues.words <= LOOKUP_WORDS):
+                    _speaks_of_memory(cues, evidence, background) or cues.words <= LOOKUP_WORDS):
                 return GateDecision(
                     "episode", f"names a phrase memory holds: {', '.join(phrases[:2])}",
                     "medium")

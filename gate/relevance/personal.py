@@ -202,6 +202,8 @@ NOT_A_THING = RELATIVES | SECOND_PERSON | word_set(
     could would will should shall must may might to of so if as not n't something anything
     everything nothing someone anyone everyone somebody anybody everybody nobody one""")
 POINTING_REACH = 4  # words from the thing to the user who tells of it
+# What a question asks when it asks what went wrong.
+DIAGNOSED = word_set("wrong mistake mistakes mess messed screw screwed")
 ORDER_WORDS = word_set("first last earlier later before after between recently sooner "
                        "latest earliest")
 # What sets a clause apart inside a sentence.
@@ -280,7 +282,9 @@ def read_sentence(words: Sequence[str], signals: Personal, first_sentence: bool)
         signals.explains = True
     if _how_things_work([w for w in _question_clause(words) if w.isalpha()][:3]):
         signals.explains = True
-    if signals.own_past is None:
+    if _diagnosis(words, told):
+        signals.explains = True
+    elif signals.own_past is None:
         signals.own_past = _own_past(words, opening, told)
     if signals.situated is None:
         signals.situated = _situated(words, opening)
@@ -367,6 +371,15 @@ def _question_clause(words: Sequence[str]) -> Sequence[str]:
         if words[i] in CLAUSE_MARKS and words[i + 1] in CLAUSE_OPENERS:
             start = i + 1
     return words[start:]
+
+
+def _diagnosis(words: Sequence[str], told: bool) -> bool:
+    """Whether a sentence asks what is wrong with what the user has just told ("... i
+    water every evening, what am i doing wrong", "... one coat, no primer. Where did we
+    go wrong?"): diagnosed from the telling, as a why-question is explained."""
+    clause = _question_clause(words)
+    return (bool(clause) and clause[0] in WH_WORDS and not DIAGNOSED.isdisjoint(clause)
+            and (told or len(clause) < len(words)))
 
 
 def _asking_part(words: Sequence[str]) -> Sequence[str]:
@@ -483,6 +496,8 @@ def role_play(words: Sequence[str]) -> bool:
         if word in CASTS and any(w in CASTING_VERBS for w in words[max(0, i - 3) : i]):
             return True
     opening = [w for w in words if w.isalpha() or w in ("'re", "'m")][:4]
+    if len(opening) >= 2 and opening[0] == "be" and opening[1] in ARTICLES:
+        return True  # "Be a time traveller visiting me", "be my tutor"
     if len(opening) >= 3 and opening[0] == "you" and opening[1] in ("are", "'re") and (
         opening[2] in ARTICLES or (opening[2] == "now" and opening[3:4] and opening[3] in ARTICLES)
     ):

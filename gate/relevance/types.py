@@ -50,8 +50,21 @@ SURPRISE = 4.0
 EVERYDAY_ZIPF = 6.0
 
 
+# A contraction typed without its apostrophe ("whats", "dont", "im", "youre") is the
+# function words it joins, however rarely a dictionary spells it so; the endings are
+# joined only to the words they contract, so "shell", "shed" and "well" stay nouns.
+_CONTRACTED = {
+    "s": "what where who how when why that there here it he she let",
+    "nt": "do does did is was are were has have had could would should ca wo ai",
+    "m": "i", "ve": "i you we they", "d": "i you they", "ll": "you they", "re": "you they",
+}
+UNAPOSTROPHISED = frozenset(
+    word + ending for ending, words in _CONTRACTED.items() for word in words.split())
+
+
 def _names_nothing(word: str) -> bool:
-    return word.isdigit() or (len(word) >= ADVERB_MIN_CHARS and word.endswith(ADVERB_ENDING))
+    return word.isdigit() or word in UNAPOSTROPHISED or (
+        len(word) >= ADVERB_MIN_CHARS and word.endswith(ADVERB_ENDING))
 
 
 @dataclass(frozen=True)

@@ -1355,3 +1355,55 @@ def test_again_closing_a_question_asks_a_particular_back_however_far(
     message: str, asked_back: bool,
 ) -> None:
     assert (shared_scanner().scan(message).asked_back is not None) == asked_back
+
+
+@pytest.mark.parametrize(("message", "diagnosed"), [
+    ("My espresso tastes sour. I grind fine and pull 25 seconds at 92C. What am I doing "
+     "wrong?", True),
+    ("the hedge i planted in april has brown tips all over, what did we get wrong", True),
+    ("the crust burns before the middle sets, what did I mess up", True),
+    # Asked alone, it may ask what memory holds of it.
+    ("What was I doing wrong with the espresso?", False),
+])
+def test_what_went_wrong_with_what_was_just_told_is_diagnosed_from_it(
+    message: str, diagnosed: bool,
+) -> None:
+    personal = shared_scanner().scan(message).personal
+    assert personal.explains == diagnosed
+    assert (personal.own_past is None) == diagnosed
+
+
+async def test_a_persona_set_up_is_a_task_whatever_it_remembers() -> None:
+    message = ("Be a knight from 1350 riding into my village. Tell me what you remember of "
+               "the plague years.")
+    decision = await decide(message, Probe(0.5))
+    assert (decision.section, decision.reason) == ("none", "a role-play or persona set-up")
+
+
+async def test_earlier_in_a_comparison_in_time_asks_the_order_not_a_time_back() -> None:
+    comparison = "Which was built earlier, the Colosseum or the Pantheon?"
+    assert HeuristicGate().lexical(comparison, GateContext()) is None
+    assert (await decide(comparison, Probe(0.2))).section == "none"
+    pointed = "Earlier, you said the Pantheon was older. Which was it?"
+    assert HeuristicGate().lexical(pointed, GateContext()).section == "episode"
+
+
+def test_what_the_assistant_put_forward_asked_back_is_recall() -> None:
+    cues = shared_scanner().scan("you recommended a podcast for my commute, what was it called")
+    assert cues.matches["recall"] == "you recommended a"
+
+
+async def test_the_users_telling_beside_a_question_about_the_world_is_background() -> None:
+    message = "My aunt's favourite painter is Georgia O'Keeffe. What year did the museum open?"
+    probe = Probe(0.2, words={"aunt": 1}, phrases={"favourite painter": 1},
+                  commonness={"aunt": 4.6, "favourite": 4.7, "painter": 4.2})
+    assert (await decide(message, probe, entities=())).section == "none"
+    looked_up = await decide("aunt's favourite painter?", probe, entities=())
+    assert looked_up.reason.startswith("names a phrase memory holds"), looked_up.reason
+
+
+def test_a_contraction_typed_without_its_apostrophe_names_nothing() -> None:
+    words = {"whats": 1, "dont": 1, "youre": 1, "shed": 1, "shell": 1}
+    evidence = Evidence(0.3, words=words, items=1000, size=10_000,
+                        commonness=dict.fromkeys(words, 3.5))
+    assert evidence.words_held(5.0, 0.01, 8) == ["shed", "shell"]
