@@ -174,8 +174,13 @@ CUE_PATTERNS: dict[str, list[list[dict[str, Any]]]] = {
         seq(
             "did|have|had",
             "you",
-            "say|tell|mention|recommend|suggest|give|share|explain|show|list|call|name|offer",
+            "say|tell|mention|recommend|suggest|give|share|explain|show|list|call|name|offer|"
+            "point|send",
         ),
+        # "that budgeting method you explained", "the podcast you pointed me to"
+        seq("that|the|those|this", GAP, "you",
+            "explained|described|recommended|suggested|mentioned|showed|gave|sent|shared|"
+            "taught|pointed"),
         seq("you", "told|mentioned|recommended|suggested|gave|showed|shared", "me|us"),
         # "you mentioned a stretch for my lower back, which one was it"
         seq("you", "mentioned|recommended|suggested|said",

@@ -21,6 +21,8 @@ TOP_WORDS = 120
 MAX_CHARS = 2000
 # Words looked up one by one in each language's list, where no frequent word told.
 KNOWN_WORDS = 40
+# One frequent word is no sign of a language when English knows the text's words as well.
+SCANT_FREQUENT = 1
 _WORD = re.compile(r"[^\W\d_]+")
 _SCRIPTS = (
     ("ja", re.compile(r"[\u3040-\u30ff]")),  # kana: Japanese, whatever Han it also holds
@@ -94,12 +96,14 @@ def latin_language(text: str) -> str:
         for language in LATIN_LANGUAGES
     }
     top = max(scores.values())
-    if top == 0:
-        # A short text may use none of them: then the language that knows more of its
-        # words than English does ("Woher kommen Käsespätzle?"), English on a tie (a
-        # name or a loanword is known everywhere).
+    if top <= SCANT_FREQUENT:
+        # A short text may use none of them, or one that another language also writes
+        # ("van tyre pressures"): then the language that knows more of its words than
+        # English does ("Woher kommen Käsespätzle?"), English on a tie (a name or a
+        # loanword is known everywhere).
         sampled = list(words.items())[:KNOWN_WORDS]
-        known = {language: sum(count for word, count in sampled if zipf(word, language))
+        known = {language: scores[language] + sum(
+                     count for word, count in sampled if zipf(word, language))
                  for language in LATIN_LANGUAGES}
         best = max(LATIN_LANGUAGES, key=lambda language: (known[language], language == "en"))
         return best if known[best] > known["en"] else "en"

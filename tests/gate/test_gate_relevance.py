@@ -1407,3 +1407,15 @@ def test_a_contraction_typed_without_its_apostrophe_names_nothing() -> None:
     evidence = Evidence(0.3, words=words, items=1000, size=10_000,
                         commonness=dict.fromkeys(words, 3.5))
     assert evidence.words_held(5.0, 0.01, 8) == ["shed", "shell"]
+
+
+@pytest.mark.parametrize(("message", "recalled"), [
+    ("that stretching routine you described, how many reps was it",
+     "that stretching routine you described"),
+    ("which app did you point me to for tracking bills?", "did you point"),
+])
+def test_what_the_assistant_explained_pointed_back_at_is_recall(
+    message: str, recalled: str,
+) -> None:
+    assert shared_scanner().scan(message).matches["recall"] == recalled
+
