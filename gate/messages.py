@@ -34,3 +34,18 @@ def continues_after_tools(messages: Sequence[dict[str, Any]]) -> bool:
     position = latest_user_index(messages)
     start = 0 if position is None else position + 1
     return any(m.get("role") in ("tool", "function") for m in messages[start:])
+
+
+def thread_before(messages: Sequence[dict[str, Any]], position: int, limit: int) -> str:
+    """The text of the conversation's user and assistant messages before `position`, at
+    most its last `limit` characters: what the latest message may point back at."""
+    said: list[str] = []
+    length = 0
+    for message in reversed(messages[:position]):
+        if length >= limit:
+            break
+        if message.get("role") in ("user", "assistant"):
+            text = message_text(message.get("content"))[-(limit - length):]
+            said.append(text)
+            length += len(text) + 1
+    return "\n".join(reversed(said))

@@ -12,7 +12,12 @@ from typing import Any, Protocol
 from mnemoproxy.config.settings import Settings
 from mnemoproxy.gate.excerpt import terms
 from mnemoproxy.gate.inject import inject
-from mnemoproxy.gate.messages import continues_after_tools, latest_user_index, message_text
+from mnemoproxy.gate.messages import (
+    continues_after_tools,
+    latest_user_index,
+    message_text,
+    thread_before,
+)
 from mnemoproxy.gate.planner import MemoryBlock, Planner, Procedure
 from mnemoproxy.gate.relevance import (
     REFERENCE_LANGUAGES,
@@ -65,6 +70,9 @@ HOW_TO_FRAME = frozenset(terms(
 # share of the question's other words, its name at least one of them.
 PROCEDURE_SHARE = 0.6
 MAX_PROCEDURES = 2
+# How much of the conversation before the latest message a follow-up may point back at,
+# and memory must not repeat: about the last dozen turns, bounded for the scan.
+THREAD_CHARS = 20_000
 
 
 class MemoryReader(Protocol):
@@ -189,7 +197,7 @@ class ReadPath:
     ) -> ReadResult:
         position = latest_user_index(messages)
         text = message_text(messages[position].get("content")) if position is not None else ""
-        if not text.strip():
+        if position is None or not text.strip():
             return ReadResult(GateDecision("none", "no user text to recall for"))
         if continues_after_tools(messages):
             # The model read memory for this question when it chose its tool calls; the
@@ -197,6 +205,10 @@ class ReadPath:
             # the budget again and could change under the model mid-turn.
             return ReadResult(GateDecision("none", "tool results continue a turn already read for"))
 
+        # The conversation so far, as far back as a follow-up points: the request carries
+        # it, so memory repeating it is no memory.
+        thread = thread_before(messages, position, THREAD_CHARS)
+        said = " ".join(thread.split())
         # The message's own words (not the material it hands over), and their language.
         own_words = split_request(text).instruction
         language = detect_language(own_words)
@@ -214,7 +226,8 @@ class ReadPath:
                     # A turn that only asked what memory held says nothing of the user; a
                     # line a deleted or edited fact was drawn from was taken back.
                     if not (result.provenance.get("restates_memory")
-                            or result.provenance.get("retracted"))
+                            or result.provenance.get("retracted")
+                            or _said_in(result.text, said))
                 ]
             return found
 
@@ -256,6 +269,7 @@ class ReadPath:
             known_entities=await self.memory.entity_names(agent_id), probe=probe,
             documents=await self.memory.has_documents(agent_id),
             language=language,
+            thread=thread,
         )
         decision = await self.gate.decide(text, context)
         procedures = await self.procedures_for(agent_id, text)
@@ -304,6 +318,13 @@ def answers(procedure: Procedure, wanted: set[str]) -> bool:
     named = terms(f"{procedure.name} {procedure.applies_when}")
     said = named | terms(" ".join(procedure.steps))
     return bool(wanted & named) and len(wanted & said) / len(wanted) >= PROCEDURE_SHARE
+
+
+def _said_in(item: str, said: str) -> bool:
+    """Whether memory's `item` is a message the conversation so far (`said`, its
+    whitespace collapsed) already carries."""
+    line = " ".join(item.split())
+    return bool(line) and line in said
 
 
 def mean_words(results: Sequence[SearchResult]) -> float:

@@ -15,10 +15,12 @@ the user plainly refers to is a wrong answer. Three modes:
     ├── heuristic.py  the heuristic gate (and mode off)
     ├── reference.py  requests anyone might send: the evidence's yardstick
     ├── asking.py     does a message only ask (nothing of the user's own in it)?
+    ├── thread.py     does a follow-up point back into its own conversation?
     └── llm.py        the LLM gate (an arbiter over the heuristic)
 
-Only the latest user message's text is given (the caller extracts it from multimodal
-parts); long messages are scanned at the head and tail only (see relevance/scan.py).
+The latest user message's text is what is read (the caller extracts it from multimodal
+parts), with the conversation before it as context (GateContext.thread); long messages
+are scanned at the head and tail only (see relevance/scan.py).
 """
 
 from __future__ import annotations

@@ -1,6 +1,7 @@
 """The heuristic gate: cues in the message, weighed with what retrieval finds.
 
-In order, the first that speaks decides:
+In order, the first that speaks decides (after a role-play set-up, and a follow-up that
+points back into its own conversation, thread.py: both need no memory):
 
 1. Explicit memory cues (cues.py): "what's my name?", "what did I say", "last week",
    "remind me what we planned", "where did I park again?", "what did you tell me", "my
@@ -48,6 +49,7 @@ from mnemoproxy.gate.relevance.languages import Shape, read_shape
 from mnemoproxy.gate.relevance.payload import split_request
 from mnemoproxy.gate.relevance.personal import FRAGMENT_WORDS
 from mnemoproxy.gate.relevance.scan import Cues, shared_scanner
+from mnemoproxy.gate.relevance.thread import points_into_thread
 from mnemoproxy.gate.relevance.types import (
     Evidence,
     GateContext,
@@ -203,6 +205,9 @@ class HeuristicGate:
         # you remember" belongs to the scene.
         if personal.role_play:
             return GateDecision("none", "a role-play or persona set-up")
+        pointed = points_into_thread(cues, split_request(message).instruction, context.thread)
+        if pointed is not None:
+            return GateDecision("none", f"points back into this conversation: '{pointed}'")
         decision = lexical_decision(cues)
         if decision is not None:
             return decision

@@ -225,7 +225,8 @@ class GateContext:
     known_entities: names the agent's memory knows (people, pets, projects); a mention
     is a memory cue. probe: retrieval against the agent's memory (see Evidence); None
     when the caller has no store to ask. documents: the agent holds documents (a knowledge
-    base), so any question may be one of them answers. language: the message's.
+    base), so any question may be one of them answers. language: the message's. thread:
+    the conversation before the message (relevance/thread.py), the last of it.
     """
 
     known_entities: Sequence[str] = ()
@@ -234,6 +235,7 @@ class GateContext:
     # The language the message's own words are in (ISO 639-1): English is read by the
     # full cue patterns, other languages by their lexicon (relevance/languages.py).
     language: str = "en"
+    thread: str = ""
 
 
 class Gate(Protocol):

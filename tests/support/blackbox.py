@@ -115,9 +115,12 @@ def health(url: str) -> dict[str, Any]:
     return memory if isinstance(memory, dict) else {}
 
 
-def preview(url: str, agent_id: str, question: str) -> dict[str, Any]:
-    """POST /memory/preview for one user message: the gate's decision and its reason."""
-    body = {"agent_id": agent_id, "messages": [{"role": "user", "content": question}]}
+def preview(url: str, agent_id: str, question: str,
+            thread: Sequence[dict[str, str]] = ()) -> dict[str, Any]:
+    """POST /memory/preview for one user message (after the conversation `thread`, if
+    any): the gate's decision and its reason."""
+    body = {"agent_id": agent_id,
+            "messages": [*thread, {"role": "user", "content": question}]}
     answer = httpx.post(url + "/memory/preview", json=body, timeout=60).json()
     return answer if isinstance(answer, dict) else {}
 
@@ -223,15 +226,18 @@ class Asker:
         self.client = openai.OpenAI(base_url=proxy_url + "/v1", api_key="sk-eval", max_retries=0)
         self.asked = 0
 
-    def ask(self, agent_id: str, question: str) -> Reply:
+    def ask(self, agent_id: str, question: str,
+            thread: Sequence[dict[str, str]] = ()) -> Reply:
+        """`question` as the latest message, after the conversation `thread` if any."""
         self.asked += 1
         tag = str(self.asked)
         self.fake.error(UNANSWERED_STATUS)
         client = self.client.with_options(default_headers={"X-Agent-Id": agent_id})
+        messages: list[Any] = [*thread, {"role": "user", "content": question}]
         try:
             raw = client.chat.completions.with_raw_response.create(
                 model="m",
-                messages=[{"role": "user", "content": question}],
+                messages=messages,
                 extra_headers={TAG_HEADER: tag},
             )
             headers = raw.headers

@@ -23,7 +23,7 @@ import json
 import re
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -49,6 +49,8 @@ class Probe:
     question: str
     evidence: tuple[Evidence, ...] = ()
     answer: str = ""
+    # The conversation the question comes after (OpenAI messages), when it is a follow-up.
+    thread: tuple[dict[str, str], ...] = ()
 
     @property
     def generic(self) -> bool:
@@ -142,7 +144,7 @@ def longmemeval_plan(limit: int | None, today: date, generic: list[Probe]) -> Pl
     questions = limited(longmemeval.load(), limit, lambda q: q.question_type)
     histories = [_lme_history(q, today) for q in questions]
     probes = [_lme_probe(q, q.question_type) for q in questions]
-    generic = [Probe(histories[0].agent_id, p.group, p.question) for p in generic]
+    generic = [replace(p, agent_id=histories[0].agent_id) for p in generic]
     return Plan("longmemeval", histories, probes + generic, longmemeval.QUESTION_TYPES)
 
 
@@ -220,7 +222,7 @@ def locomo_plan(limit: int | None, today: date, generic: list[Probe],
                         for s in sample.sessions]
             histories.append(History(sample.sample_id, sessions))
         probes += asked
-    generic = [Probe(histories[0].agent_id, p.group, p.question) for p in generic]
+    generic = [replace(p, agent_id=histories[0].agent_id) for p in generic]
     order = [category_name(c) for c in locomo.RETRIEVAL_CATEGORIES]
     return Plan("locomo", histories, probes + generic, order)
 
@@ -262,7 +264,7 @@ def personal_plan(today: date) -> Plan:
         histories.append(_own_history(agent, item["sessions"], today))
         probes.append(Probe(agent, f"{item['kind']} [{split_of(item['id'])}]",
                             item["question"], _evidence(item["sessions"], item["evidence"]),
-                            item.get("answer", "")))
+                            item.get("answer", ""), tuple(item.get("thread", ()))))
     kinds = sorted({item["kind"] for item in items})
     order = [f"{k} [{s}]" for s in ("tune", "held") for k in kinds]
     return Plan("personal", histories, probes, order)
@@ -303,7 +305,7 @@ def generic_probes(paths: Sequence[Path] = ()) -> list[Probe]:
         items = _read_jsonl("generic_prompts")
         probes = [Probe("", f"{GENERIC}: vicuna [dev]", p) for p in vicuna_prompts()]
     probes += [Probe("", f"{GENERIC}: {item['kind']} [{split_of(item['id'])}]",
-                     item["prompt"]) for item in items]
+                     item["prompt"], thread=tuple(item.get("thread", ()))) for item in items]
     return probes
 
 

@@ -220,6 +220,11 @@ class Run:
     distilled: Counter[str] = field(default_factory=Counter)
 
 
+def reason_of(url: str, probe: Probe) -> str:
+    """The gate's reason for its decision on `probe`, from /memory/preview."""
+    return str(preview(url, probe.agent_id, probe.question, probe.thread).get("reason", "?"))
+
+
 def reason_kind(reason: str) -> str:
     """A decision's reason without the words it quotes: "the user's own past: 'did I'"
     counts as "the user's own past"."""
@@ -275,7 +280,8 @@ def run_plan(
         outcomes = []
         started = time.perf_counter()
         for probe in plan.probes:
-            outcomes.append(Outcome(probe, asker.ask(probe.agent_id, probe.question)))
+            reply = asker.ask(probe.agent_id, probe.question, probe.thread)
+            outcomes.append(Outcome(probe, reply))
             progress.advance(task)
         run.ask_seconds = time.perf_counter() - started
         time.sleep(0.5)  # anything the proxy would record in the background has landed
@@ -286,15 +292,13 @@ def run_plan(
         for n, o in enumerate(outcomes):  # the gate's own words for each of its mistakes
             if o.got_memory == o.probe.generic:
                 verdict = "false positive" if o.probe.generic else "miss"
-                why = preview(url, o.probe.agent_id, o.probe.question).get("reason", "?")
+                why = reason_of(url, o.probe)
                 mistakes[n] = why
                 run.reasons[(verdict, split_of_group(o.probe.group), reason_kind(why))] += 1
         if dump is not None:  # the gate's reason for every question, right or wrong
             for n, o in enumerate(outcomes):
-                why = mistakes.get(n)
-                reason = why or preview(url, o.probe.agent_id, o.probe.question).get(
-                    "reason", "?")
-                _dump(dump, plan.dataset, mode, o, why, reason)
+                mistake = mistakes.get(n)
+                _dump(dump, plan.dataset, mode, o, mistake, mistake or reason_of(url, o.probe))
     asked = [o for o in outcomes if not o.probe.generic]
     if asked:
         run.rows = figures_by_group(asked, plan.order)

@@ -11,11 +11,13 @@ from typing import Any
 from mnemoproxy.gate import ReadPath
 from mnemoproxy.proxy.services import open_memory
 from tests.support.memory_client import (
+    ingest_histories,
     memory_settings,
     post,
     sdk,
     search,
     user_text_seen_upstream,
+    wait_for,
 )
 from tests.support.servers.fake_core_model import LENA_DISTILLATION
 from tests.support.servers.proxy_server import ProxyServer
@@ -167,3 +169,37 @@ def test_stored_text_cannot_break_out_of_the_fence(memory_proxy, fake_upstream):
     assert "[flagged: reads like instructions" in inside and "4417" in inside
     found = search(memory_proxy, "mallory", "locker code", scope="transcript")
     assert any(r["flagged"] for r in found) and not all(r["flagged"] for r in found)
+
+
+EVORA = ("Three ideas for a weekend from Lisbon: 1. Sintra, palaces and forest walks. "
+         "2. Évora, a walled Roman town with the Chapel of Bones. 3. Comporta, quiet beaches.")
+
+
+def test_a_follow_up_in_its_thread_gets_no_memory_and_memory_never_repeats_the_thread(
+        memory_proxy, fake_upstream):
+    ingest_histories(memory_proxy, {"rui": [
+        ("Booked the Chapel of Bones tour in Évora for my mum's birthday, 14 June.",
+         "Lovely, she'll enjoy it."),
+        ("What's a good stretch for a stiff neck?", "Slow chin tucks, ten at a time."),
+    ]})
+    client = sdk(memory_proxy, "rui")
+    opening = [{"role": "user", "content": "Give me three ideas for a weekend from Lisbon"}]
+    fake_upstream.reply(EVORA)
+    client.chat.completions.create(model="m", messages=opening)
+    # Recorded as it happened: memory now holds the thread's own turn too.
+    assert wait_for(lambda: search(memory_proxy, "rui", "weekend Lisbon Comporta",
+                                   scope="transcript"))
+    thread = [*opening, {"role": "assistant", "content": EVORA}]
+
+    follow_up = [*thread, {"role": "user", "content": "what was that chapel you mentioned?"}]
+    raw = client.chat.completions.with_raw_response.create(model="m", messages=follow_up)
+    assert raw.headers["x-memory-section"] == "none"
+    assert fake_upstream.requests[-1].json["messages"] == follow_up
+
+    asked = "When did I book that tour for my mum last time?"
+    client.chat.completions.create(
+        model="m", messages=[*thread, {"role": "user", "content": asked}])
+    sent = user_text_seen_upstream(fake_upstream)
+    block = sent[sent.index("<recalled_memory>"):sent.index("</recalled_memory>")]
+    assert "14 June" in block
+    assert "Comporta" not in block  # the thread carries its own turn already
