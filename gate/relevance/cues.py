@@ -180,7 +180,7 @@ CUE_PATTERNS: dict[str, list[list[dict[str, Any]]]] = {
         # "that budgeting method you explained", "the podcast you pointed me to"
         seq("that|the|those|this", GAP, "you",
             "explained|described|recommended|suggested|mentioned|showed|gave|sent|shared|"
-            "taught|pointed"),
+            "taught|pointed|told"),
         seq("you", "told|mentioned|recommended|suggested|gave|showed|shared", "me|us"),
         # "you mentioned a stretch for my lower back, which one was it"
         seq("you", "mentioned|recommended|suggested|said",

@@ -6,8 +6,9 @@ what the message points at is in it. Memory would repeat the thread (its turns a
 recorded as they happen) or, before they are, bring something else that shares a word.
 
 The message points back into the thread when it points back at what was said (a recall
-cue, the user's own words asked back, a thing asked again) without a date beyond the
-conversation ("last month", "in March"), and the thread says most of the words it names.
+cue, the user's own words asked back, a thing asked again) without a time before the
+conversation ("last month", "last time"), the thread names the thing it points at, and
+the message speaks of the thread's topic (a word of it the thread says).
 A question about the user's own life ("which of these did I already visit?") is no
 pointing back at words: the thread does not hold the user's past, however much of the
 topic it shares.
@@ -15,16 +16,23 @@ topic it shares.
 
 from __future__ import annotations
 
+import re
+
 from mnemoproxy.gate.excerpt import terms
 from mnemoproxy.gate.relevance.scan import Cues
 
-# Cue labels (cues.py) that point back at what was said; "calendar" names a time, which
-# puts the thing before the conversation.
+# Cue labels (cues.py) that point back at what was said.
 POINTING = ("recall", "transcript", "my_speech", "episode", "back_then")
-# The share of the words a follow-up names that the thread must say: one may be new ("you
-# said 90 minutes: is that without traffic?"); a question most of whose words the thread
-# never says asks of something else.
-THREAD_SHARE = 0.5
+# "earlier" and "previously" reach back within a conversation as well as before it; "last
+# time" and "the other day" (the rest of "back_then"), like a date, point before it.
+WITHIN_REACH = ("earlier", "previously")
+# A time before the conversation, said anywhere in the message ("I told you a while ago",
+# "a few months back you suggested", "you recommended one before, which was it?").
+BEFORE_NOW = re.compile(
+    r"\b(?:ago|yesterday|(?:while|days?|weeks?|months?|years?) back"
+    r"|last (?:time|night|week|weekend|month|year|summer|winter|spring|autumn|fall)"
+    r"|the other (?:day|night|week)|before(?=\s*(?:[,.;:!?\u2014-]|$)))\b",
+    re.IGNORECASE)
 # Words that point rather than name: saying and recalling ("you mentioned", "remind me",
 # "tell me more"), and picking a piece of a reply ("the second option", "that last bit"),
 # which the thread says in its own way ("2.", a heading).
@@ -32,7 +40,7 @@ POINTING_WORDS = terms(
     "say said says tell told telling mention mentioned recommend recommended suggest "
     "suggested explain explained describe described remind remember recall discuss "
     "discussed talk talked give gave show showed share shared mean meant ask asked write "
-    "wrote call called more again back above before earlier "
+    "wrote call called more again back above before earlier chat conversation discussion "
     "one first second third fourth fifth last next previous other option point tip step "
     "item part bit thing idea suggestion version paragraph line sentence section list "
     "answer example bullet"
@@ -42,17 +50,25 @@ POINTING_WORDS = terms(
 def points_into_thread(cues: Cues, own_words: str, thread: str) -> str | None:
     """The cue by which the message (its `own_words`, as scanned into `cues`) points back
     at what the conversation before it (`thread`) says, or None."""
-    if not thread.strip() or "calendar" in cues.matches:
+    matches = cues.matches
+    if (not thread.strip() or "calendar" in matches
+            or not matches.get("back_then", "earlier").lower().startswith(WITHIN_REACH)
+            or BEFORE_NOW.search(own_words)):
         return None
     if cues.personal.own_past is not None and not (
-            "transcript" in cues.matches or "my_speech" in cues.matches):
+            "transcript" in matches or "my_speech" in matches):
         return None  # what the user did, not what they said
-    pointing = [cues.matches[label] for label in POINTING if label in cues.matches]
+    pointing = [matches[label] for label in POINTING if label in matches]
     if cues.asked_back is not None:
         pointing.append(cues.asked_back)
     if not pointing:
         return None
+    said = terms(thread)
+    # The thing pointed at ("that chapel you mentioned") is one the thread names; the
+    # rest of the message may ask something new of it ("is it open on Sundays?").
+    if not terms(" ".join(pointing)) - POINTING_WORDS <= said:
+        return None
     named = terms(own_words) - POINTING_WORDS
-    if len(named & terms(thread)) < THREAD_SHARE * len(named):
+    if named and not named & said:
         return None
     return pointing[0]

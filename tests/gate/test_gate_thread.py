@@ -32,6 +32,7 @@ async def memory_near(names):
     "like I said, I get carsick. Which one is flattest?",
     "what did I say about the car again?",
     "remind me what you said about the palaces",
+    "that chapel you mentioned, is it open on sundays?",
 ])
 async def test_a_follow_up_pointing_into_the_thread_gets_no_memory(message):
     decision = await HeuristicGate().decide(message, GateContext(thread=TRIP, probe=memory_near))
@@ -42,6 +43,7 @@ async def test_a_follow_up_pointing_into_the_thread_gets_no_memory(message):
 @pytest.mark.parametrize("message", [
     # a thing the thread never says, a time before it, the user's own past
     "what was that book you recommended me?",
+    "what was the name of the hotel you suggested in Sintra?",
     "last month you suggested a hotel in Évora, what was it called?",
     "which of these did I already visit?",
     "What did I tell you about my sister's wedding?",
