@@ -53,6 +53,9 @@ TAIL_SENTENCES = 6
 # A request this long (sentences, or words) tells its own situation rather than points at it.
 PARTICULAR_SENTENCES = 3
 PARTICULAR_WORDS = 25
+# A sentence this short after a question says why it is asked, rather than asking on.
+REASON_WORDS = 12
+WORDS_OF = re.compile(r"[^\W\d_]+")
 DIGIT = re.compile(r"\d")
 # A message's opening word one edit from one of these, and rarer than this in English (no
 # word of its own: "wich", "hw", "wen"; not "hat", "two", "way"), is that question word.
@@ -174,8 +177,12 @@ class CueScanner:
                     # Read as the question it is, with its mark.
                     lowered.append("?")
                     cues.is_question = True
-            # "Remind me who the plumber was" asks "who was the plumber?".
-            cues.is_question = cues.is_question or _asks_to_be_reminded(lowered)
+            # "Remind me who the plumber was" asks "who was the plumber?"; a question
+            # followed by a short word of why it is asked ("what was the ramen place
+            # called? want to take my parents") asks as one that ends the message does.
+            cues.is_question = cues.is_question or _asks_to_be_reminded(lowered) or (
+                number == len(sentences) - 2 and sentence.rstrip().endswith(("?", "？"))
+                and 0 < len(WORDS_OF.findall(sentences[-1])) <= REASON_WORDS)
             sentence_words = set(lowered)
             words |= sentence_words
             word_count += sum(map(str.isalpha, lowered))

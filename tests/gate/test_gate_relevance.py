@@ -1419,3 +1419,15 @@ def test_what_the_assistant_explained_pointed_back_at_is_recall(
 ) -> None:
     assert shared_scanner().scan(message).matches["recall"] == recalled
 
+
+
+@pytest.mark.parametrize(("message", "asks"), [
+    ("what was the name of the taqueria? want to go back friday", True),
+    ("oh and when is the boiler service due? need to book time off", True),
+    # the question's material, or a sentence that goes on at length, is no reason given
+    ('I wrote this last night, can you tidy it? "We was late because the bus."', False),
+    ("If I buy 3 pens at $2, what do I pay? My son's worksheet says the answer is $5 "
+     "and I think the book has a mistake.", False),
+])
+def test_a_question_followed_by_why_it_is_asked_asks(message: str, asks: bool) -> None:
+    assert shared_scanner().scan(message).is_question is asks, message
