@@ -19,7 +19,7 @@ from __future__ import annotations
 import re
 
 from mnemoproxy.gate.excerpt import terms
-from mnemoproxy.gate.relevance.scan import Cues
+from mnemoproxy.gate.relevance.scan import CONVERSING, Cues
 
 # Cue labels (cues.py) that point back at what was said.
 POINTING = ("recall", "transcript", "my_speech", "episode", "back_then")
@@ -41,6 +41,7 @@ POINTING_WORDS = terms(
     "suggested explain explained describe described remind remember recall discuss "
     "discussed talk talked give gave show showed share shared mean meant ask asked write "
     "wrote call called more again back above before earlier chat conversation discussion "
+    "decide decided agree agreed settle settled pick picked choose chose "
     "one first second third fourth fifth last next previous other option point tip step "
     "item part bit thing idea suggestion version paragraph line sentence section list "
     "answer example bullet"
@@ -61,6 +62,11 @@ def points_into_thread(cues: Cues, own_words: str, thread: str) -> str | None:
     pointing = [matches[label] for label in POINTING if label in matches]
     if cues.asked_back is not None:
         pointing.append(cues.asked_back)
+    decided = matches.get("preference", "")
+    if not CONVERSING.isdisjoint(decided.lower().split()):
+        # A decision the conversation made ("what did we decide on for the title?"), not
+        # the user's taste ("do I like cilantro?"), which a thread on it does not hold.
+        pointing.append(decided)
     if not pointing:
         return None
     said = terms(thread)

@@ -33,6 +33,7 @@ async def memory_near(names):
     "what did I say about the car again?",
     "remind me what you said about the palaces",
     "that chapel you mentioned, is it open on sundays?",
+    "so what did we decide on for the second day in Évora?",
 ])
 async def test_a_follow_up_pointing_into_the_thread_gets_no_memory(message):
     decision = await HeuristicGate().decide(message, GateContext(thread=TRIP, probe=memory_near))
@@ -47,6 +48,7 @@ async def test_a_follow_up_pointing_into_the_thread_gets_no_memory(message):
     "last month you suggested a hotel in Évora, what was it called?",
     "which of these did I already visit?",
     "What did I tell you about my sister's wedding?",
+    "do I like seafood?",
 ])
 async def test_what_the_thread_does_not_hold_is_still_memorys(message):
     decision = await HeuristicGate().decide(message, GateContext(thread=TRIP, probe=memory_near))
