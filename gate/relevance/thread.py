@@ -20,6 +20,7 @@ import re
 
 from mnemoproxy.gate.excerpt import terms
 from mnemoproxy.gate.relevance.scan import CONVERSING, Cues
+from mnemoproxy.memory import WORD
 
 # Cue labels (cues.py) that point back at what was said.
 POINTING = ("recall", "transcript", "my_speech", "episode", "back_then")
@@ -27,12 +28,21 @@ POINTING = ("recall", "transcript", "my_speech", "episode", "back_then")
 # time" and "the other day" (the rest of "back_then"), like a date, point before it.
 WITHIN_REACH = ("earlier", "previously")
 # A time before the conversation, said anywhere in the message ("I told you a while ago",
-# "a few months back you suggested", "you recommended one before, which was it?").
+# "a few months back you suggested", "you recommended one before, which was it?", "you
+# recommended a podcast once").
 BEFORE_NOW = re.compile(
     r"\b(?:ago|yesterday|(?:while|days?|weeks?|months?|years?) back"
     r"|last (?:time|night|week|weekend|month|year|summer|winter|spring|autumn|fall)"
-    r"|the other (?:day|night|week)|before(?=\s*(?:[,.;:!?\u2014-]|$)))\b",
+    r"|the other (?:day|night|week)|(?:before|once)(?=\s*(?:[,.;:!?\u2014-]|$)))\b",
     re.IGNORECASE)
+# A cue's clause runs to the next mark; the thing it points at is named within a few words.
+CLAUSE = re.compile(r"[^,.;:!?\n\u2014]*")
+POINTED_WORDS = 6
+# A cue names its thing next when it ends with, or is followed by, one of these.
+NAMING = frozenset({
+    "a", "an", "the", "some", "that", "this", "those", "these",
+    "my", "your", "our", "his", "her", "their", "about", "of",
+})
 # Words that point rather than name: saying and recalling ("you mentioned", "remind me",
 # "tell me more"), and picking a piece of a reply ("the second option", "that last bit"),
 # which the thread says in its own way ("2.", a heading).
@@ -56,9 +66,9 @@ def points_into_thread(cues: Cues, own_words: str, thread: str) -> str | None:
             or not matches.get("back_then", "earlier").lower().startswith(WITHIN_REACH)
             or BEFORE_NOW.search(own_words)):
         return None
-    if cues.personal.own_past is not None and not (
-            "transcript" in matches or "my_speech" in matches):
-        return None  # what the user did, not what they said
+    if cues.personal.own_past is not None and "transcript" not in matches:
+        # What the user did ("what did I pay? I think I told you"), not what they said.
+        return None
     pointing = [matches[label] for label in POINTING if label in matches]
     if cues.asked_back is not None:
         pointing.append(cues.asked_back)
@@ -70,11 +80,26 @@ def points_into_thread(cues: Cues, own_words: str, thread: str) -> str | None:
     if not pointing:
         return None
     said = terms(thread)
-    # The thing pointed at ("that chapel you mentioned") is one the thread names; the
-    # rest of the message may ask something new of it ("is it open on Sundays?").
-    if not terms(" ".join(pointing)) - POINTING_WORDS <= said:
+    # The thing pointed at ("that chapel you mentioned", "you recommended a podcast",
+    # "what you said about the fridge proof") is one the thread names; the rest of the
+    # message may ask something new of it ("is it open on Sundays?").
+    pointed_at = terms(" ".join(_pointed_at(own_words, cue) for cue in pointing))
+    if not pointed_at - POINTING_WORDS <= said:
         return None
     named = terms(own_words) - POINTING_WORDS
     if named and not named & said:
         return None
     return pointing[0]
+
+
+def _pointed_at(own_words: str, cue: str) -> str:
+    """The cue's words, and the thing it goes on to name in its clause ("you recommended
+    a | podcast for sleep", "what did I say | my council tax was"): what it points at."""
+    lowered = own_words.lower()
+    start = lowered.find(cue.lower())
+    clause = CLAUSE.match(lowered, start + len(cue)) if start != -1 else None
+    following = WORD.findall(clause.group()) if clause else []
+    last = WORD.findall(cue.lower())[-1:]
+    if following and ((last and last[0] in NAMING) or following[0] in NAMING):
+        return " ".join([cue, *following[:POINTED_WORDS]])
+    return cue
