@@ -49,6 +49,9 @@ async def test_a_follow_up_pointing_into_the_thread_gets_no_memory(message):
     "which of these did I already visit?",
     "What did I tell you about my sister's wedding?",
     "do I like seafood?",
+    "you recommended a wine once, which was it?",
+    "what did I say my hotel budget was?",
+    "what did i pay for the car hire? i think i told you",
 ])
 async def test_what_the_thread_does_not_hold_is_still_memorys(message):
     decision = await HeuristicGate().decide(message, GateContext(thread=TRIP, probe=memory_near))
