@@ -37,7 +37,7 @@ BEFORE_NOW = re.compile(
     re.IGNORECASE)
 # A cue's clause runs to the next mark; the thing it points at is named within a few words.
 CLAUSE = re.compile(r"[^,.;:!?\n\u2014]*")
-POINTED_WORDS = 6
+POINTED_WORDS = 3
 # A cue names its thing next when it ends with, or is followed by, one of these.
 NAMING = frozenset({
     "a", "an", "the", "some", "that", "this", "those", "these",
