@@ -205,9 +205,11 @@ class HeuristicGate:
         # you remember" belongs to the scene.
         if personal.role_play:
             return GateDecision("none", "a role-play or persona set-up")
-        pointed = points_into_thread(cues, split_request(message).instruction, context.thread)
-        if pointed is not None:
-            return GateDecision("none", f"points back into this conversation: '{pointed}'")
+        if context.thread:
+            pointed = points_into_thread(cues, split_request(message).instruction,
+                                         context.thread)
+            if pointed is not None:
+                return GateDecision("none", f"points back into this conversation: '{pointed}'")
         decision = lexical_decision(cues)
         if decision is not None:
             return decision
