@@ -45,11 +45,11 @@ from __future__ import annotations
 import asyncio
 import logging
 
-from mnemoproxy.gate.relevance.languages import Shape, read_shape
+from mnemoproxy.gate.relevance.languages import Shape, asks_at_length, read_shape
 from mnemoproxy.gate.relevance.payload import split_request
 from mnemoproxy.gate.relevance.personal import FRAGMENT_WORDS
 from mnemoproxy.gate.relevance.scan import Cues, shared_scanner
-from mnemoproxy.gate.relevance.thread import points_into_thread
+from mnemoproxy.gate.relevance.thread import follows_in_thread, points_into_thread
 from mnemoproxy.gate.relevance.types import (
     Evidence,
     GateContext,
@@ -197,9 +197,14 @@ class HeuristicGate:
     async def decide(self, message: str, context: GateContext) -> GateDecision:
         cues = shared_scanner().scan(message, context.known_entities)
         if context.language != "en":
-            shape = read_shape(split_request(message).instruction, context.language)
+            own_words = split_request(message).instruction
+            shape = read_shape(own_words, context.language)
             if shape is not None:
-                return await self._decide_by_shape(shape, cues, context)
+                if context.thread and follows_in_thread(shape, own_words, context.thread,
+                                                        context.language):
+                    return GateDecision(
+                        "none", f"points back into this conversation ({context.language})")
+                return await self._decide_by_shape(shape, cues, context, own_words)
         personal = cues.personal
         # A scene or a persona set up: what it says of "me", of "last night" or of "what
         # you remember" belongs to the scene.
@@ -398,7 +403,7 @@ class HeuristicGate:
         return GateDecision("none", f"nothing stands out in memory: {seen}")
 
     async def _decide_by_shape(
-        self, shape: Shape, cues: Cues, context: GateContext
+        self, shape: Shape, cues: Cues, context: GateContext, own_words: str
     ) -> GateDecision:
         """A message in a language other than English, read by its lexicon: a task or
         material handed over needs no memory; pointing back at what was said does; so
@@ -418,15 +423,18 @@ class HeuristicGate:
         if evidence is None:
             return GateDecision("none", "probe failed")
         seen = f"nearest {evidence.similarity:.2f}, above {evidence.standing:.0%} of requests"
+        # In a conversation, short sentences before the question answer the last reply
+        # ("Gut, dann rufe ich morgen an."): they tell no situation.
+        at_length = cues.at_length and (not context.thread or asks_at_length(own_words))
         # Advice or an explanation anyone could want, and a situation told at length (it
         # says what it needs, as in English): only standing out.
-        if not (shape.general or cues.at_length):
+        if not (shape.general or at_length):
             decision = self._memory_asked(shape, evidence, language, seen)
             if decision is not None:
                 return decision
         if evidence.beats(UNNAMED, UNNAMED_MARGIN):
             return GateDecision("episode", f"stands out in memory: {seen}", "low")
-        if cues.at_length:
+        if at_length:
             return GateDecision("none", f"told in full ({language}): {seen}")
         return GateDecision("none", f"nothing stands out in memory ({language}): {seen}")
 

@@ -17,6 +17,13 @@ from dataclasses import dataclass
 from itertools import pairwise
 
 from mnemoproxy.gate.relevance.cues import word_set
+from mnemoproxy.gate.relevance.scan import (
+    PARTICULAR_SENTENCES,
+    PARTICULAR_WORDS,
+    REASON_WORDS,
+    SENTENCE_BREAK,
+    WORDS_OF,
+)
 
 
 @dataclass(frozen=True)
@@ -36,6 +43,11 @@ class Lexicon:
     # "comprei", "compramos"): each ending with the fewest letters its word has.
     first_person_endings: tuple[tuple[str, int], ...] = ()
     ways: frozenset[str] = frozenset()  # "how", opening a question of what to do
+    # A time before the conversation ("yesterday", "last time", "a few weeks ago") and one
+    # within the running conversation ("just now", "a moment ago"): a follow-up in a
+    # thread may say the second, never the first (thread.py).
+    before_now: frozenset[str] = frozenset()
+    within_now: frozenset[str] = frozenset()
     capitalises_nouns: bool = False  # German: a capital letter marks no name
     reading: str = "words"  # "words", "markers" (unspaced) or "prefixes" (Korean)
 
@@ -61,6 +73,10 @@ LEXICONS: dict[str, Lexicon] = {
         general=word_set("warum wieso weshalb kann könnte sollte soll muss müsste lohnt "
                          "empfiehlst empfehlen tipps"),
         particular=word_set("wann wo wer wem wen wessen wohin heißt heißen name namen"),
+        before_now=word_set("gestern vorgestern neulich letztens damals letztes_mal letzte_woche "
+                            "letzten_monat letztes_jahr vor_kurzem vor_einer vor_einem vor_ein "
+                            "vor_zwei vor_drei"),
+        within_now=word_set("eben vorhin"),
         ways=word_set("wie"),
         capitalises_nouns=True,
     ),
@@ -72,10 +88,15 @@ LEXICONS: dict[str, Lexicon] = {
                  "cuántas"),
         word_set("escribe escríbeme traduce tradúceme explica explícame resume redacta "
                  "corrige describe imagina haz"),
-        word_set("recuerdas acuerdas acordás recuérdame dije conté comenté mencioné sabes"),
+        word_set("recuerdas acuerdas acordás recuérdame recuerdame dije conté comenté mencioné "
+                 "dijiste contaste comentaste mencionaste recomendaste sabes"),
         general=word_set("por_qué porqué hay_que puedo podría debo debería conviene recomiendas "
                          "recomiendan consejos"),
         particular=word_set("cuándo dónde quién quiénes llama llaman llamaba nombre"),
+        before_now=word_set("ayer anteayer otro_día otro_dia una_vez mes_pasado año_pasado "
+                            "ano_pasado verano_pasado semana_pasada hace_unos hace_unas "
+                            "hace_tiempo hace_días hace_dias hace_semanas hace_meses"),
+        within_now=word_set("recién recien"),
         first_person_endings=(("é", 5), ("amos", 6), ("imos", 6)),
         ways=word_set("cómo como"),
     ),
@@ -90,6 +111,10 @@ LEXICONS: dict[str, Lexicon] = {
                  "deja"),
         general=word_set("pourquoi peux pourrais dois devrais faut conseilles conseils"),
         particular=word_set("quand où qui appelle appellent appelait nom"),
+        before_now=word_set("hier autre_jour dernière_fois derniere_fois première_fois "
+                            "premiere_fois mois_dernier semaine_dernière année_dernière "
+                            "été_dernier une_fois"),
+        within_now=word_set("instant"),
         ways=word_set("comment"),
     ),
     "pt": Lexicon(
@@ -102,6 +127,10 @@ LEXICONS: dict[str, Lexicon] = {
         word_set("lembra lembras lembre disse contei falei mencionei sabe"),
         general=word_set("por_que porquê tem_que posso poderia devo deveria vale recomenda dicas"),
         particular=word_set("quando onde quem chama chamam chamava nome"),
+        before_now=word_set("ontem anteontem outro_dia última_vez ultima_vez mês_passado "
+                            "mes_passado ano_passado semana_passada uma_vez há_uns há_umas "
+                            "há_tempo"),
+        within_now=word_set("agorinha"),
         first_person_endings=(("ei", 5), ("amos", 6), ("ámos", 6), ("imos", 6)),
         ways=word_set("como"),
     ),
@@ -140,6 +169,9 @@ LEXICONS: dict[str, Lexicon] = {
                  "рассказала говорил говорила упоминал упоминала знаешь"),
         general=word_set("почему отчего стоит нужно надо можно лучше посоветуешь советы"),
         particular=word_set("когда где кто кого кому куда зовут звали называется название имя"),
+        before_now=word_set("вчера позавчера недавно однажды назад прошлый прошлой прошлом "
+                            "прошлого прошлую как_то"),
+        within_now=word_set("только_что"),
         ways=word_set("как"),
     ),
     "zh": Lexicon(
@@ -156,6 +188,9 @@ LEXICONS: dict[str, Lexicon] = {
                            "怎么才能", "如何"}),
         particular=frozenset({"什么时候", "哪天", "几号", "星期几", "哪里", "哪儿", "谁", "叫什么",
                               "名字", "周几", "礼拜几"}),
+        before_now=frozenset({"上次", "上回", "昨天", "前天", "上周", "上个月", "上个星期", "去年",
+                              "前几天", "那天", "那次", "以前"}),
+        within_now=frozenset({"刚才", "刚刚"}),
         reading="markers",
     ),
     "ja": Lexicon(
@@ -170,6 +205,9 @@ LEXICONS: dict[str, Lexicon] = {
         general=frozenset({"なぜ", "どうして", "ばいい", "たらいい", "コツ", "おすすめ", "方法",
                            "べき"}),
         particular=frozenset({"いつ", "どこ", "誰", "だれ", "名前", "曜日", "何日"}),
+        before_now=frozenset({"前に", "この前", "こないだ", "この間", "昨日", "先週", "先月",
+                              "去年", "以前", "前回"}),
+        within_now=frozenset({"さっき", "先ほど", "先程"}),
         reading="markers",
     ),
     "ko": Lexicon(
@@ -184,6 +222,9 @@ LEXICONS: dict[str, Lexicon] = {
                    "었지", "었죠"}),
         general=frozenset({"왜", "해야", "좋을까", "방법", "추천", "면 좋"}),
         particular=frozenset({"언제", "어디", "누구", "누가", "며칠", "이름", "요일"}),
+        before_now=frozenset({"전에", "지난번", "저번", "어제", "지난주", "지난달", "작년",
+                              "예전"}),
+        within_now=frozenset({"아까", "방금"}),
         reading="prefixes",
     ),
 }
@@ -258,6 +299,9 @@ class Shape:
     names: frozenset[str] = frozenset()
     # What the message quotes as a title (『博士の愛した数式』, «Patria»), lower-cased.
     titles: tuple[str, ...] = ()
+    # It names a time before the conversation; it points into the running one.
+    before_now: bool = False
+    within_now: bool = False
 
     def in_title(self, word: str) -> bool:
         """Whether a search term (a word, or a pair of characters) is a piece of a title."""
@@ -271,7 +315,7 @@ def read_shape(text: str, language: str) -> Shape | None:
     if lexicon is None:
         return None
     stripped = text.strip()
-    asks = stripped.endswith(QUESTION_MARKS)
+    asks = stripped.endswith(QUESTION_MARKS) or _asks_then_says_why(stripped)
     if lexicon.reading == "markers":
         found = lambda words: any(word in stripped for word in words)  # noqa: E731
         # "给我讲讲", "帮我写": the user as the one a request is for, not as its subject.
@@ -279,7 +323,9 @@ def read_shape(text: str, language: str) -> Shape | None:
         return Shape(any(word in own for word in lexicon.first_person),
                      asks or found(lexicon.questions), found(lexicon.tasks),
                      found(lexicon.recall), found(lexicon.general),
-                     found(lexicon.particular), titles=_titles_in(stripped))
+                     found(lexicon.particular), titles=_titles_in(stripped),
+                     before_now=found(lexicon.before_now),
+                     within_now=found(lexicon.within_now))
     words = [w.lower() for w in _WORD.findall(stripped)]
     vocabulary = set(words)
     if lexicon.reading == "prefixes":
@@ -290,7 +336,9 @@ def read_shape(text: str, language: str) -> Shape | None:
                      any(word in stripped for word in lexicon.recall),
                      any(word in stripped for word in lexicon.general),
                      any(word in stripped for word in lexicon.particular),
-                     titles=_titles_in(stripped))
+                     titles=_titles_in(stripped),
+                     before_now=any(word in stripped for word in lexicon.before_now),
+                     within_now=any(word in stripped for word in lexicon.within_now))
     # Two words may say it together ("por qué", "noch mal"): looked up joined by "_".
     said = vocabulary | {f"{a}_{b}" for a, b in pairwise(words)}
     first_person = not vocabulary.isdisjoint(lexicon.first_person) or any(
@@ -314,7 +362,30 @@ def read_shape(text: str, language: str) -> Shape | None:
         particular=particular,
         names=frozenset() if lexicon.capitalises_nouns else _names_in(stripped),
         titles=_titles_in(stripped),
+        before_now=not lexicon.before_now.isdisjoint(said),
+        within_now=not lexicon.within_now.isdisjoint(said),
     )
+
+
+def _asks_then_says_why(text: str) -> bool:
+    """A question followed by a short word of why it is asked ("¿cuándo era la cita? no la
+    encuentro"), as in English (scan.py)."""
+    last = max(text.rfind(mark) for mark in QUESTION_MARKS)
+    return last > 0 and 0 < len(WORDS_OF.findall(text[last + 1:])) <= REASON_WORDS
+
+
+def asks_at_length(text: str) -> bool:
+    """Whether a message in a conversation tells at length what it asks: its question and
+    what follows, when the sentences before it are short words to the last reply ("Gut,
+    dann rufe ich morgen an. Wie hieß die Tierärztin?"), or else the whole message."""
+    sentences = [s for s in SENTENCE_BREAK.split(text) if s.strip()]
+    asked = max((n for n, sentence in enumerate(sentences)
+                 if any(mark in sentence for mark in QUESTION_MARKS)), default=0)
+    if any(len(WORDS_OF.findall(s)) > REASON_WORDS for s in sentences[:asked]):
+        asked = 0
+    sentences = sentences[asked:]
+    return (len(sentences) >= PARTICULAR_SENTENCES
+            or sum(len(WORDS_OF.findall(s)) for s in sentences) > PARTICULAR_WORDS)
 
 
 # A title between quotation marks of any script, up to a bounded length.

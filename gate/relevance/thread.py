@@ -12,15 +12,24 @@ the message speaks of the thread's topic (a word of it the thread says).
 A question about the user's own life ("which of these did I already visit?") is no
 pointing back at words: the thread does not hold the user's past, however much of the
 topic it shares.
+
+In other languages, read by their lexicon without a parser, a message points back into
+the thread when it recalls ("what did you say the dose was?") or says "just now", names
+no time before the conversation, and the thread says a third of its content words: a
+question that reaches past the thread ("what was my daughter allergic to?", asked while
+planning her party) names things the thread does not.
 """
 
 from __future__ import annotations
 
 import re
+import unicodedata
 
 from mnemoproxy.gate.excerpt import terms
+from mnemoproxy.gate.relevance.languages import Shape, content_of
 from mnemoproxy.gate.relevance.scan import CONVERSING, Cues
-from mnemoproxy.memory import WORD
+from mnemoproxy.memory import WORD, zipf
+from mnemoproxy.memory.text.segments import has_unspaced, unspaced_terms
 
 # Cue labels (cues.py) that point back at what was said.
 POINTING = ("recall", "transcript", "my_speech", "episode", "back_then")
@@ -103,3 +112,42 @@ def _pointed_at(own_words: str, cue: str) -> str:
     if following and ((last and last[0] in NAMING) or following[0] in NAMING):
         return " ".join([cue, *following[:POINTED_WORDS]])
     return cue
+
+
+# The share of a message's content words the thread must say, in a language read by its
+# lexicon.
+THREAD_SHARE = 1 / 3
+# Words are compared by their first letters, accents aside: inflections ("capilla",
+# "capillas"; "Schmorbraten", "Schmorbratens") differ after them.
+KEY_LETTERS = 5
+SHORTEST_WORD = 3
+EVERYDAY_ZIPF = 5.0
+
+
+def follows_in_thread(shape: Shape, own_words: str, thread: str, language: str) -> bool:
+    """Whether a message in `language`, read into `shape`, points back into the
+    conversation before it (`thread`)."""
+    if not thread.strip() or shape.before_now or not (shape.recall or shape.within_now):
+        return False
+    mine = _keys(content_of(own_words, language), language)
+    said = mine & _keys(thread, None)
+    return bool(said) and (shape.within_now or len(said) >= THREAD_SHARE * len(mine))
+
+
+def _keys(text: str, language: str | None) -> set[str]:
+    """The words of `text` as compared across inflections (accents stripped, the first
+    KEY_LETTERS letters) and pairs of characters of unspaced scripts; given a `language`,
+    only its content words (rarer than everyday ones)."""
+    keys: set[str] = set()
+    for word in WORD.findall(text.lower() if language else _folded(text.lower())):
+        if has_unspaced(word):
+            keys.update(unspaced_terms(word))
+        elif language is None:
+            keys.add(word[:KEY_LETTERS])
+        elif len(word) >= SHORTEST_WORD and (zipf(word, language) or 0.0) < EVERYDAY_ZIPF:
+            keys.add(_folded(word)[:KEY_LETTERS])
+    return keys
+
+
+def _folded(text: str) -> str:
+    return "".join(c for c in unicodedata.normalize("NFD", text) if not unicodedata.combining(c))

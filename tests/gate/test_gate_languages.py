@@ -274,3 +274,20 @@ async def test_a_situation_told_at_length_in_any_language_needs_memory_to_stand_
     decision = await HeuristicGate().decide(message, GateContext(probe=probe, language=language))
     assert decision.section == "none", decision.reason
     assert decision.reason.startswith("told in full")
+
+
+@pytest.mark.parametrize(("text", "language"), [
+    ("cuándo era la cita con la dermatóloga? no la encuentro en el calendario", "es"),
+    ("c'était quoi le nom du garage? je dois rappeler", "fr"),
+    ("女儿的钢琴老师叫什么？要给她发消息", "zh"),
+])
+def test_a_question_followed_by_a_short_reason_is_a_question(text: str, language: str) -> None:
+    shape = read_shape(text, language)
+    assert shape is not None and shape.question
+
+
+def test_a_time_before_the_conversation_and_one_within_it_are_told_apart() -> None:
+    before = read_shape("el otro día te conté lo de mi moto, ¿qué modelo era?", "es")
+    within = read_shape("你刚才说的第二个地方叫什么？", "zh")
+    assert before is not None and before.before_now and not before.within_now
+    assert within is not None and within.within_now and not within.before_now

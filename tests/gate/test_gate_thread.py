@@ -74,3 +74,71 @@ def test_the_thread_is_the_user_and_assistant_text_before_the_message_its_last_p
     assert thread_before(messages, 3, 1_000) == "a" * 30 + "\n" + "b" * 30
     assert thread_before(messages, 3, 40) == "a" * 9 + "\n" + "b" * 30
     assert thread_before(messages, 1, 1_000) == ""
+
+
+# Other languages, read by their lexicon: the same conversation in Spanish, Chinese and
+# German.
+THREADS = {
+    "es": (
+        "dame tres ideas de escapada de fin de semana desde Sevilla\n"
+        "1. Cádiz: playa de la Caleta y el barrio de la Viña.\n"
+        "2. Ronda: el Puente Nuevo y bodegas de la serranía.\n"
+        "3. Aracena: la Gruta de las Maravillas y jamón ibérico.\n"
+        "vamos en tren, sin coche\n"
+        "Entonces Cádiz: hay tren directo en una hora y media."
+    ),
+    "zh": (
+        "周末从杭州出发去哪里玩比较好\n"
+        "1. 乌镇：古镇夜景，住在西栅。2. 莫干山：竹林和民宿，适合徒步。3. 千岛湖：骑行环湖。\n"
+        "我们不开车\n"
+        "那乌镇最方便，从杭州东站坐高铁到桐乡，再换公交，大约一个半小时。"
+    ),
+    "de": (
+        "Drei Ideen für ein Wochenende ab München?\n"
+        "1. Füssen: Schloss Neuschwanstein und der Forggensee.\n"
+        "2. Salzburg: Altstadt, Festung Hohensalzburg, Mozarts Geburtshaus.\n"
+        "3. Garmisch: Partnachklamm und Zugspitze."
+    ),
+}
+
+
+@pytest.mark.parametrize(("message", "language"), [
+    ("¿qué me dijiste de la gruta, hay que reservar?", "es"),
+    ("recuerdame lo de las bodegas de Ronda, cuales eran?", "es"),
+    ("你刚才说的莫干山民宿，大概多少钱一晚？", "zh"),
+    ("我说过我们不开车，那千岛湖骑行怎么去？", "zh"),
+    ("Was hatten Sie nochmal zur Partnachklamm gesagt, braucht man Tickets?", "de"),
+])
+async def test_a_follow_up_in_another_language_pointing_into_the_thread_gets_no_memory(
+    message, language,
+):
+    context = GateContext(thread=THREADS[language], probe=memory_near, language=language)
+    decision = await HeuristicGate().decide(message, context)
+    assert decision.section == "none", decision
+    assert "this conversation" in decision.reason
+
+
+@pytest.mark.parametrize(("message", "language"), [
+    # a thing the thread never names, a time before the conversation
+    ("¿recuerdas a qué es alérgica mi hija?", "es"),
+    ("el otro día te dije el nombre de una bodega de Ronda, ¿cuál era?", "es"),
+    ("我上次跟你说过我女儿在哪个学校来着？", "zh"),
+    ("Wissen Sie noch, wie mein Zahnarzt heißt?", "de"),
+    ("Ich hatte Ihnen neulich von Salzburg erzählt, wo haben wir damals gewohnt?", "de"),
+])
+async def test_what_a_thread_in_another_language_does_not_hold_is_still_memorys(
+    message, language,
+):
+    context = GateContext(thread=THREADS[language], probe=memory_near, language=language)
+    decision = await HeuristicGate().decide(message, context)
+    assert decision.section != "none", decision
+
+
+async def test_a_word_to_the_last_reply_before_a_question_tells_no_situation():
+    # Acknowledging the reply, then an aside only memory answers, then why it is asked.
+    message = ("Gut, dann buchen wir Füssen. Wie hieß nochmal die Pension am See, in der "
+               "wir im Frühjahr waren? Ich finde die Rechnung nicht mehr.")
+    context = GateContext(thread=THREADS["de"], probe=memory_near, language="de")
+    decision = await HeuristicGate().decide(message, context)
+    assert decision.section != "none", decision
+    assert "told in full" not in decision.reason

@@ -275,7 +275,8 @@ LANGUAGES = ("en", "de", "es", "fr", "ru", "zh", "ja", "ko", "pt")
 
 def multilingual_plan(today: date) -> Plan:
     """Personas in nine languages: six facts said in passing, asked back in the same
-    language, and generic requests in that language asked of the same agent."""
+    language, and generic requests in that language asked of the same agent (either may
+    come after a thread of the running conversation)."""
     personas = _read_jsonl("multilingual")
     histories, probes, generic = [], [], []
     for persona in personas:
@@ -284,10 +285,11 @@ def multilingual_plan(today: date) -> Plan:
         histories.append(_own_history(agent, persona["sessions"], today))
         for q in persona["questions"]:
             probes.append(Probe(agent, f"{persona['language']} [{split}]", q["question"],
-                                _evidence(persona["sessions"], q["evidence"]), q["answer"]))
+                                _evidence(persona["sessions"], q["evidence"]), q["answer"],
+                                tuple(q.get("thread", ()))))
         for g in persona["generic"]:
             generic.append(Probe(agent, f"{GENERIC}: {persona['language']} [{split}]",
-                                 g["prompt"]))
+                                 g["prompt"], thread=tuple(g.get("thread", ()))))
     order = [f"{lang} [{s}]" for s in ("tune", "held") for lang in LANGUAGES]
     return Plan("multilingual", histories, probes + generic, order)
 
