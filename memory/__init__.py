@@ -33,6 +33,7 @@ from mnemoproxy.memory.text.language import (
     word_languages,
 )
 from mnemoproxy.memory.text.rarity import everyday_zipf, zipf
+from mnemoproxy.memory.text.segments import has_unspaced, unspaced_terms
 from mnemoproxy.memory.text.sentences import sentence_spans, sentences
 from mnemoproxy.memory.text.words import CHATTER, STOP_WORDS, WORD, content_words, stem
 from mnemoproxy.memory.write.documents import DOCUMENT_EXTENSIONS
@@ -63,11 +64,13 @@ __all__ = [
     "content_words",
     "detect_language",
     "everyday_zipf",
+    "has_unspaced",
     "latin_language",
     "script_language",
     "sentence_spans",
     "sentences",
     "stem",
+    "unspaced_terms",
     "word_languages",
     "zipf",
 ]

@@ -28,8 +28,7 @@ import unicodedata
 from mnemoproxy.gate.excerpt import terms
 from mnemoproxy.gate.relevance.languages import Shape, content_of
 from mnemoproxy.gate.relevance.scan import CONVERSING, Cues
-from mnemoproxy.memory import WORD, zipf
-from mnemoproxy.memory.text.segments import has_unspaced, unspaced_terms
+from mnemoproxy.memory import WORD, has_unspaced, unspaced_terms, zipf
 
 # Cue labels (cues.py) that point back at what was said.
 POINTING = ("recall", "transcript", "my_speech", "episode", "back_then")
@@ -129,25 +128,48 @@ def follows_in_thread(shape: Shape, own_words: str, thread: str, language: str) 
     conversation before it (`thread`)."""
     if not thread.strip() or shape.before_now or not (shape.recall or shape.within_now):
         return False
-    mine = _keys(content_of(own_words, language), language)
-    said = mine & _keys(thread, None)
-    return bool(said) and (shape.within_now or len(said) >= THREAD_SHARE * len(mine))
+    pieces, words = _content_keys(content_of(own_words, language), language)
+    said = _said_in(pieces, words, _folded(thread.lower()))
+    mine = len(pieces) + len(words)
+    return said > 0 and (shape.within_now or said >= THREAD_SHARE * mine)
 
 
-def _keys(text: str, language: str | None) -> set[str]:
-    """The words of `text` as compared across inflections (accents stripped, the first
-    KEY_LETTERS letters) and pairs of characters of unspaced scripts; given a `language`,
-    only its content words (rarer than everyday ones)."""
-    keys: set[str] = set()
-    for word in WORD.findall(text.lower() if language else _folded(text.lower())):
+def _content_keys(text: str, language: str) -> tuple[set[str], set[str]]:
+    """The content words of `text` (rarer than everyday ones in `language`) as compared
+    across inflections: pairs of characters of unspaced scripts (found anywhere), and
+    words (accents stripped, their first KEY_LETTERS letters, found opening a word; a lone
+    character, or the digits beside one, whole)."""
+    pieces: set[str] = set()
+    words: set[str] = set()
+    for word in WORD.findall(text.lower()):
         if has_unspaced(word):
-            keys.update(unspaced_terms(word))
-        elif language is None:
-            keys.add(word[:KEY_LETTERS])
+            for term in unspaced_terms(word):
+                if " " in term:
+                    pieces.add(term.replace(" ", ""))
+                else:
+                    words.add(term)
         elif len(word) >= SHORTEST_WORD and (zipf(word, language) or 0.0) < EVERYDAY_ZIPF:
-            keys.add(_folded(word)[:KEY_LETTERS])
-    return keys
+            words.add(_folded(word)[:KEY_LETTERS])
+    return pieces, words
+
+
+def _said_in(pieces: set[str], words: set[str], thread: str) -> int:
+    """How many of the pieces and words the (folded) thread says, in one pass over it for
+    the words: a shorter word than KEY_LETTERS only whole."""
+    said = sum(piece in thread for piece in pieces)
+    if words:
+        keys = sorted(words, key=len, reverse=True)
+        pattern = re.compile(r"(?<!\w)(" + "|".join(
+            re.escape(key) + ("" if len(key) >= KEY_LETTERS else r"(?!\w)") for key in keys)
+            + ")")
+        said += len({match.group(1) for match in pattern.finditer(thread)})
+    return said
+
+
+_COMBINING = re.compile("[\u0300-\u036f]+")
 
 
 def _folded(text: str) -> str:
-    return "".join(c for c in unicodedata.normalize("NFD", text) if not unicodedata.combining(c))
+    """`text` without its accents (Hangul, decomposed on the way, recomposed)."""
+    return unicodedata.normalize(
+        "NFC", _COMBINING.sub("", unicodedata.normalize("NFD", text)))

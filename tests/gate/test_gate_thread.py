@@ -99,6 +99,10 @@ THREADS = {
         "2. Salzburg: Altstadt, Festung Hohensalzburg, Mozarts Geburtshaus.\n"
         "3. Garmisch: Partnachklamm und Zugspitze."
     ),
+    "ko": (
+        "주말에 부산 가면 어디 가볼까?\n"
+        "1. 감천문화마을: 골목 벽화. 2. 해운대: 해변 산책. 3. 자갈치시장: 회."
+    ),
 }
 
 
@@ -108,6 +112,7 @@ THREADS = {
     ("你刚才说的莫干山民宿，大概多少钱一晚？", "zh"),
     ("我说过我们不开车，那千岛湖骑行怎么去？", "zh"),
     ("Was hatten Sie nochmal zur Partnachklamm gesagt, braucht man Tickets?", "de"),
+    ("아까 말한 감천문화마을은 입장료 있어요?", "ko"),
 ])
 async def test_a_follow_up_in_another_language_pointing_into_the_thread_gets_no_memory(
     message, language,
@@ -125,6 +130,7 @@ async def test_a_follow_up_in_another_language_pointing_into_the_thread_gets_no_
     ("我上次跟你说过我女儿在哪个学校来着？", "zh"),
     ("Wissen Sie noch, wie mein Zahnarzt heißt?", "de"),
     ("Ich hatte Ihnen neulich von Salzburg erzählt, wo haben wir damals gewohnt?", "de"),
+    ("전에 말했던 우리 딸 학교 이름이 뭐였지?", "ko"),
 ])
 async def test_what_a_thread_in_another_language_does_not_hold_is_still_memorys(
     message, language,
