@@ -26,7 +26,8 @@ points back into its own conversation, thread.py: both need no memory):
    prompts. Any other name (a person, a place, a quoted title) found in the retrieved
    items: when it beats nine tenths of them.
 6. A question of the user's own (about their life, pointing back at a thing they spoke
-   of, or a lookup or a count of what happened that names nothing of the world) whose
+   of, or a lookup or a count of what happened that names nothing of the world, or a
+   question after what happened whose rarer words memory holds) whose
    retrieval beats nine tenths of the reference prompts, or any other question that
    beats every one by a margin and does not tell at length what it asks about: a small
    block.
@@ -393,6 +394,17 @@ class HeuristicGate:
             # at length counts what it told.
             why = f"a count of the user's own: '{personal.tallied}', {seen}"
             return GateDecision("episode", why, "low")
+        if (personal.happened is not None and not cues.names and not personal.advice
+                and not cues.particulars and evidence.beats(OWN_QUESTION)):
+            # A question after what happened to a thing, or what it was, that names
+            # nothing of the world ("what was the book club pick for November?") asks a
+            # past of someone's: the user's, where memory holds its rarer words.
+            held = [*evidence.words_held(OWN_WORD_ZIPF, RARE_SHARE, RARE_ITEMS),
+                    *evidence.phrases_held(RARE_SHARE, RARE_ITEMS)]
+            if held:
+                why = (f"a past memory holds: '{personal.happened}', "
+                       f"{', '.join(held[:3])}, {seen}")
+                return GateDecision("episode", why, "low")
         if cues.at_length:
             # A question that tells at length what it asks about ("Benjamin bought 5
             # copies of ... What was the total cost?") and speaks of nothing memory holds

@@ -153,6 +153,8 @@ REPORTING = word_set(
 QUANTITIES = word_set("much many long often")
 HAPPENED_AUX = word_set("did has have had was were")
 TALLY_REACH = 4  # words from "how many" to the auxiliary: "how many babies were born"
+PAST_ASKED = word_set("did was were had")
+PAST_REACH = 5  # words from the question word to the auxiliary: "what coffee to water ratio was"
 THE_WORDS = word_set("the all every each")
 AT_HAND = word_set("this these here above below attached pasted")
 # Past forms that do not end in "-ed": "where I put the spare key", "what I paid for it".
@@ -261,6 +263,9 @@ class Personal:
     # A count or a length of what happened ("how many times has the basement flooded",
     # "how long did the passport renewal take"): the words that ask it.
     tallied: str | None = None
+    # A question after what happened to a thing or what it was ("what was the book club
+    # pick for November?", "did the roof leak happen before ...?"): the words that ask it.
+    happened: str | None = None
 
 
 def read_sentence(words: Sequence[str], signals: Personal, first_sentence: bool) -> None:
@@ -293,6 +298,8 @@ def read_sentence(words: Sequence[str], signals: Personal, first_sentence: bool)
     if signals.points_back is None:
         signals.points_back = _points_back(words)
     asks = _asks(words, opening)
+    if asks and signals.happened is None:
+        signals.happened = _happened([w for w in _question_clause(words) if w.isalpha()])
     if asks and not signals.alternatives:
         signals.alternatives = _alternatives(words)
     # "What came last: the tires or the roof?" asks in time across its colon.
@@ -853,6 +860,23 @@ def _tallied(words: Sequence[str]) -> str | None:
                 break
             if words[j] in HAPPENED_AUX:
                 return " ".join(words[i:j + 1])
+    return None
+
+
+def _happened(clause: Sequence[str]) -> str | None:
+    """A question clause (its words) asked in the past: a question word, then within
+    PAST_REACH words a past auxiliary or "happened" ("what coffee-to-water ratio was it",
+    "why was the dishwasher ..."); or the past auxiliary opening it ("did the roof leak
+    happen ...", "was the vet bill ..."). A word may come first ("btw what ...")."""
+    for start in range(min(2, len(clause))):
+        if clause[start] in PAST_ASKED:
+            return clause[start]
+        if clause[start] not in WH_WORDS:
+            continue
+        for j in range(start + 1, min(len(clause), start + 1 + PAST_REACH)):
+            if clause[j] in PAST_ASKED or clause[j] == "happened":
+                return " ".join(clause[start:j + 1])
+        return None
     return None
 
 

@@ -1278,6 +1278,40 @@ async def test_a_count_of_what_happened_naming_nothing_of_the_world_is_the_users
     assert shared_scanner().scan(howto).personal.tallied is None
 
 
+@pytest.mark.parametrize(("question", "held"), [
+    ("what was the book club pick for the autumn?", "pick"),
+    ("did the boiler service happen before the cold snap?", "boiler"),
+    ("btw what grout colour did we end up using in the shower?", "grout"),
+])
+async def test_a_past_of_a_thing_memory_holds_naming_nothing_of_the_world_is_the_users_own(
+    question: str, held: str,
+) -> None:
+    # Above nine in ten reference prompts (0.36), with a rarer word memory holds.
+    probe = Probe(0.37, words={held: 2}, commonness={held: 3.5}, items=2000)
+    near = await decide(question, probe, entities=())
+    assert (near.section, near.confidence) == ("episode", "low"), near.reason
+    assert near.reason.startswith("a past memory holds")
+    # Memory that holds none of its words, or stands no nearer than most requests do,
+    # is no sign of the user's past.
+    assert (await decide(question, Probe(0.37), entities=())).section == "none"
+    far = Probe(0.3, words={held: 2}, commonness={held: 3.5}, items=2000)
+    assert (await decide(question, far, entities=())).section == "none"
+
+
+@pytest.mark.parametrize("question", [
+    "When did the Berlin Wall come down?",  # names something of the world
+    "Why were the 1920s called roaring?",  # brings a number of its own
+    "What should I have asked the landlord?",  # no past asked
+])
+async def test_a_past_of_the_world_or_a_question_not_in_the_past_is_anyones(
+    question: str,
+) -> None:
+    word = "landlord" if "landlord" in question else "roaring"
+    probe = Probe(0.37, words={word: 2}, commonness={word: 3.5}, items=2000)
+    decision = await decide(question, probe, entities=())
+    assert not decision.reason.startswith("a past memory holds"), decision.reason
+
+
 def test_coming_up_with_something_is_work_asked_of_the_model() -> None:
     scan = shared_scanner().scan
     assert scan("Can you come up with a name for the reading challenge our team runs?"
