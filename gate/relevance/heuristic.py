@@ -50,7 +50,11 @@ from mnemoproxy.gate.relevance.languages import Shape, asks_at_length, read_shap
 from mnemoproxy.gate.relevance.payload import split_request
 from mnemoproxy.gate.relevance.personal import FRAGMENT_WORDS
 from mnemoproxy.gate.relevance.scan import Cues, shared_scanner
-from mnemoproxy.gate.relevance.thread import follows_in_thread, points_into_thread
+from mnemoproxy.gate.relevance.thread import (
+    follows_in_thread,
+    points_into_thread,
+    unsaid_in_thread,
+)
 from mnemoproxy.gate.relevance.types import (
     Evidence,
     GateContext,
@@ -259,6 +263,10 @@ class HeuristicGate:
             held = [] if evidence is None else [
                 *evidence.words_held(OWN_WORD_ZIPF, RARE_SHARE, RARE_ITEMS),
                 *evidence.phrases_held(RARE_SHARE, RARE_ITEMS)]
+            # Words the conversation so far says ("using the room size I gave, how much
+            # paint do I need?") are its topic: memory holding them tells nothing more
+            # (so below for rare words and phrases).
+            held = unsaid_in_thread(held, context.thread)
             if held:
                 return GateDecision(
                     "episode", f"the user's own words memory holds: {', '.join(held[:4])}",
@@ -280,8 +288,8 @@ class HeuristicGate:
             # in a few places. In a message that tells at length ("... the lower leaves
             # are yellowing. What's going on?") such a word is a topic both touch.
             evidence = evidence or await self._probe(context.probe, cues.names)
-            held = [] if evidence is None else evidence.rare_words_held(
-                RARE_SHARE, RARE_ITEMS, NAME_ZIPF, unknown=False)
+            held = [] if evidence is None else unsaid_in_thread(evidence.rare_words_held(
+                RARE_SHARE, RARE_ITEMS, NAME_ZIPF, unknown=False), context.thread)
             if evidence is not None and held and (
                     (_speaks_of_memory(cues, evidence, background) and not cues.at_length)
                     or cues.words <= LOOKUP_WORDS or _capitalised_in(held, message)):
@@ -291,7 +299,8 @@ class HeuristicGate:
             # A phrase memory holds side by side in a few items, in a short lookup or a
             # question that speaks of the user ("moms building gate code", "did the sleep
             # study results come back before my trip?").
-            phrases = [] if evidence is None else evidence.phrases_held(RARE_SHARE, RARE_ITEMS)
+            phrases = [] if evidence is None else unsaid_in_thread(
+                evidence.phrases_held(RARE_SHARE, RARE_ITEMS), context.thread)
             if evidence is not None and phrases and (
                     _speaks_of_memory(cues, evidence, background) or cues.words <= LOOKUP_WORDS):
                 return GateDecision(

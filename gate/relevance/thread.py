@@ -113,6 +113,18 @@ def _pointed_at(own_words: str, cue: str) -> str:
     return cue
 
 
+def unsaid_in_thread(words: list[str], thread: str) -> list[str]:
+    """The words (or phrases) of `words` the conversation before the message does not say,
+    compared as `follows_in_thread` compares them: what memory holds of them beyond it."""
+    if not words or not thread.strip():
+        return words
+    folded = _folded(thread.lower())
+    keys = {word: _folded(word.lower())[:KEY_LETTERS] for word in words if " " not in word}
+    said = _said_keys(set(keys.values()), folded)
+    return [word for word in words
+            if (word.lower() not in folded if " " in word else keys[word] not in said)]
+
+
 # The share of a message's content words the thread must say, in a language read by its
 # lexicon.
 THREAD_SHARE = 1 / 3
@@ -156,14 +168,19 @@ def _content_keys(text: str, language: str) -> tuple[set[str], set[str]]:
 def _said_in(pieces: set[str], words: set[str], thread: str) -> int:
     """How many of the pieces and words the (folded) thread says, in one pass over it for
     the words: a shorter word than KEY_LETTERS only whole."""
-    said = sum(piece in thread for piece in pieces)
-    if words:
-        keys = sorted(words, key=len, reverse=True)
-        pattern = re.compile(r"(?<!\w)(" + "|".join(
-            re.escape(key) + ("" if len(key) >= KEY_LETTERS else r"(?!\w)") for key in keys)
-            + ")")
-        said += len({match.group(1) for match in pattern.finditer(thread)})
-    return said
+    return sum(piece in thread for piece in pieces) + len(_said_keys(words, thread))
+
+
+def _said_keys(keys: set[str], thread: str) -> set[str]:
+    """The keys the (folded) thread says opening a word, in one pass over it: a key
+    shorter than KEY_LETTERS only as a whole word."""
+    if not keys:
+        return set()
+    ordered = sorted(keys, key=len, reverse=True)
+    pattern = re.compile(r"(?<!\w)(" + "|".join(
+        re.escape(key) + ("" if len(key) >= KEY_LETTERS else r"(?!\w)") for key in ordered)
+        + ")")
+    return {match.group(1) for match in pattern.finditer(thread)}
 
 
 _COMBINING = re.compile("[\u0300-\u036f]+")

@@ -64,6 +64,31 @@ async def test_the_same_words_without_a_thread_point_at_memory():
     assert decision.section == "episode", decision
 
 
+def memory_holding(*held):
+    """Retrieval no nearer than most requests come, holding `held` (the message's words) rarely."""
+    async def probe(names):
+        return Evidence(0.25, [0.2, 0.25, 0.3, 0.35, 0.4, 0.45], names=list(names),
+                        items=1000, words=dict.fromkeys(held, 2), commonness=dict.fromkeys(held, 1.5))
+    return probe
+
+
+@pytest.mark.parametrize(("message", "held"), [
+    ("how much Alentejo wine should I buy for the two of us?", "alentejo"),
+    ("Comporta rice fields, when?", "comporta"),
+])
+async def test_words_memory_holds_count_only_beyond_what_the_thread_says(message, held):
+    gate = HeuristicGate()
+    alone = await gate.decide(message, GateContext(probe=memory_holding(held)))
+    assert alone.section == "episode", alone
+    decision = await gate.decide(message, GateContext(thread=TRIP, probe=memory_holding(held)))
+    assert decision.section == "none", decision
+    # A word the thread never says is memory's still.
+    beyond = message.replace(held, "Odeceixe").replace(held.title(), "Odeceixe")
+    decision = await gate.decide(
+        beyond, GateContext(thread=TRIP, probe=memory_holding("odeceixe")))
+    assert decision.section == "episode", decision
+
+
 def test_the_thread_is_the_user_and_assistant_text_before_the_message_its_last_part():
     messages = [
         {"role": "system", "content": "be brief"},
