@@ -68,7 +68,8 @@ def memory_holding(*held):
     """Retrieval no nearer than most requests come, holding `held` (the message's words) rarely."""
     async def probe(names):
         return Evidence(0.25, [0.2, 0.25, 0.3, 0.35, 0.4, 0.45], names=list(names),
-                        items=1000, words=dict.fromkeys(held, 2), commonness=dict.fromkeys(held, 1.5))
+                        items=1000, words=dict.fromkeys(held, 2),
+                        commonness=dict.fromkeys(held, 1.5))
     return probe
 
 
