@@ -26,9 +26,10 @@ points back into its own conversation, thread.py: both need no memory):
    prompts. Any other name (a person, a place, a quoted title) found in the retrieved
    items: when it beats nine tenths of them.
 6. A question of the user's own (about their life, pointing back at a thing they spoke
-   of, or a lookup or a count of what happened that names nothing of the world, or a
-   question after what happened whose rarer words memory holds) whose
-   retrieval beats nine tenths of the reference prompts, or any other question that
+   of, or a lookup or a count of what happened that names nothing of the world) whose
+   retrieval beats nine tenths of the reference prompts (three quarters for a question
+   after what happened, or how long it took, whose rarer words memory holds), or any
+   other question that
    beats every one by a margin and does not tell at length what it asks about: a small
    block.
 
@@ -84,6 +85,9 @@ CENTRAL_NAME = 0.5
 NAMED = 0.9
 OWN_QUESTION = 0.9
 UNNAMED = 1.0
+# A past asked of a thing whose rarer words memory holds: the words are evidence of their
+# own, so retrieval need only beat three quarters.
+PAST_HELD = 0.75
 UNNAMED_MARGIN = 0.05
 # A name in this share of the retrieved items is central to what memory holds on it; a
 # name the agent's memory says throughout (memory/search/common_terms.py) counts as 1.0.
@@ -403,15 +407,17 @@ class HeuristicGate:
             # at length counts what it told.
             why = f"a count of the user's own: '{personal.tallied}', {seen}"
             return GateDecision("episode", why, "low")
-        if (personal.happened is not None and not cues.names and not personal.advice
-                and not cues.particulars and evidence.beats(OWN_QUESTION)):
-            # A question after what happened to a thing, or what it was, that names
-            # nothing of the world ("what was the book club pick for November?") asks a
-            # past of someone's: the user's, where memory holds its rarer words.
+        past = personal.happened or personal.tallied
+        if (past is not None and not cues.names and not personal.advice
+                and not cues.particulars and evidence.beats(PAST_HELD)):
+            # A question after what happened to a thing, what it was or how long it took,
+            # that names nothing of the world ("what was the book club pick for
+            # November?") asks a past of someone's: the user's, where memory holds its
+            # rarer words.
             held = [*evidence.words_held(OWN_WORD_ZIPF, RARE_SHARE, RARE_ITEMS),
                     *evidence.phrases_held(RARE_SHARE, RARE_ITEMS)]
             if held:
-                why = (f"a past memory holds: '{personal.happened}', "
+                why = (f"a past memory holds: '{past}', "
                        f"{', '.join(held[:3])}, {seen}")
                 return GateDecision("episode", why, "low")
         if cues.at_length:

@@ -1282,18 +1282,20 @@ async def test_a_count_of_what_happened_naming_nothing_of_the_world_is_the_users
     ("what was the book club pick for the autumn?", "pick"),
     ("did the boiler service happen before the cold snap?", "boiler"),
     ("btw what grout colour did we end up using in the shower?", "grout"),
+    ("How long did it take to move into the new flat?", "flat"),
 ])
 async def test_a_past_of_a_thing_memory_holds_naming_nothing_of_the_world_is_the_users_own(
     question: str, held: str,
 ) -> None:
-    # Above nine in ten reference prompts (0.36), with a rarer word memory holds.
-    probe = Probe(0.37, words={held: 2}, commonness={held: 3.5}, items=2000)
+    # Above three in four reference prompts (0.32), below nine in ten (0.36), with a
+    # rarer word memory holds.
+    probe = Probe(0.33, words={held: 2}, commonness={held: 3.5}, items=2000)
     near = await decide(question, probe, entities=())
     assert (near.section, near.confidence) == ("episode", "low"), near.reason
     assert near.reason.startswith("a past memory holds")
     # Memory that holds none of its words, or stands no nearer than most requests do,
     # is no sign of the user's past.
-    assert (await decide(question, Probe(0.37), entities=())).section == "none"
+    assert (await decide(question, Probe(0.33), entities=())).section == "none"
     far = Probe(0.3, words={held: 2}, commonness={held: 3.5}, items=2000)
     assert (await decide(question, far, entities=())).section == "none"
 
@@ -1307,7 +1309,7 @@ async def test_a_past_of_the_world_or_a_question_not_in_the_past_is_anyones(
     question: str,
 ) -> None:
     word = "landlord" if "landlord" in question else "roaring"
-    probe = Probe(0.37, words={word: 2}, commonness={word: 3.5}, items=2000)
+    probe = Probe(0.33, words={word: 2}, commonness={word: 3.5}, items=2000)
     decision = await decide(question, probe, entities=())
     assert not decision.reason.startswith("a past memory holds"), decision.reason
 
