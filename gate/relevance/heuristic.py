@@ -19,7 +19,9 @@ points back into its own conversation, thread.py: both need no memory):
    the whole budget when retrieval stands out from the agent's yardstick, a small block
    of the best few items otherwise. A fix for the situation that asks nothing of the
    user's own, chooses nothing for them and plans nothing ahead needs retrieval beating
-   nine tenths of the reference prompts.
+   nine tenths of the reference prompts. A choice asked for the user ("what office chair
+   should I get?", or in a few words with no one named: "What should I read next?"):
+   a small block beyond half of them; told with its criteria, only standing out.
 5. A question (not a mere request) naming what the agent's memory holds. A name its
    memory says throughout (the people a history is about): memory. A known entity, or a
    name most retrieved items mention: memory when retrieval beats half the reference
@@ -109,6 +111,10 @@ OWN_WORD_ZIPF = 5.0
 NAME_ZIPF = 3.0
 # A question this short ("project marigold deadline?") is a lookup of the thing it names.
 LOOKUP_WORDS = 5
+# A choice asked in so few words ("Recommend a podcast for the commute?") tells nothing of
+# what decides it but the asker; one asked for the user in more tells its criteria.
+BARE_CHOICE_WORDS = 12
+CHOICE_TOLD_WORDS = 16
 
 
 def _speaks_of_memory(cues: Cues, evidence: Evidence, background: bool = False) -> bool:
@@ -258,7 +264,12 @@ class HeuristicGate:
         if personal.task and personal.situated is None:
             return GateDecision("none", "a task anyone could ask for")
         own = personal.asks_about_user or personal.points_back
-        if personal.task or personal.advice or personal.explains:
+        # A choice asked for the user that tells its criteria ("which Spotify alternative
+        # should I go with if I care most about ...") asks nothing of their life: what it
+        # says of them is its premise.
+        told_choice = personal.for_the_user is not None and (
+            cues.at_length or cues.words > CHOICE_TOLD_WORDS)
+        if personal.task or personal.advice or personal.explains or told_choice:
             own = None
         if own is not None:
             # A question of the user's own whose words memory holds, beyond everyday ones:
@@ -324,6 +335,16 @@ class HeuristicGate:
                     "episode", f"looks up a name memory holds: {named[0]}", "medium")
         # A fragment pointing back at what the user spoke of is asked as a question is.
         asked = cues.is_question or personal.points_back is not None
+        # A choice left to the user's tastes, asked as a question in a few words that tell
+        # nothing else ("What should I read next?"), is asked for them as "recommend me"
+        # is; bidden ("Suggest some healthy breakfast foods."), it is a task set, and
+        # asked in the past ("what was the book club pick?"), a thing that happened.
+        bare_choice = (personal.left_to_taste is not None and cues.is_question
+                       and personal.happened is None and personal.tallied is None
+                       and cues.words <= BARE_CHOICE_WORDS
+                       and not cues.particulars and not cues.names)
+        if personal.for_the_user is None and bare_choice:
+            personal.for_the_user = personal.left_to_taste
         if not asked and personal.situated is None and personal.for_the_user is None:
             return GateDecision("none", "a request that names nothing of the user's own")
         if evidence is None:
@@ -367,7 +388,9 @@ class HeuristicGate:
             return GateDecision("none", "a task anyone could ask for")
         # Asked for the user with their background told at length ("I have competencies
         # in ..., what jobs could I do?"): it says what it needs, as a situation told does.
-        for_the_user = (evidence.beats(UNNAMED, UNNAMED_MARGIN) if cues.at_length
+        # So is a choice whose criteria it tells ("which houseplant for a north-facing
+        # bathroom, low maintenance, safe for cats?").
+        for_the_user = (evidence.beats(UNNAMED, UNNAMED_MARGIN) if told_choice
                         else evidence.beats(FOR_THE_USER))
         if personal.for_the_user is not None and for_the_user:
             why = f"asked for the user: '{personal.for_the_user}', {seen}"

@@ -138,6 +138,9 @@ CONDITIONING = word_set("given for with considering despite around within under 
 # Words after which a subject starts a clause inside the question, not its own subject.
 SUBORDINATING = LIKENING | WH_WORDS | word_set(
     "if when whenever while because unless before after until though although whereas whether")
+# What opens a clause of time, condition or concession inside a question.
+CLAUSE_CONJUNCTIONS = word_set(
+    "if whenever while because unless before after until till though although whereas")
 # Words that cannot be the verb after a subject: "i before e" is no doing of the user's.
 NO_VERB = SUBORDINATING | CONDITIONING | ARTICLES | word_set("and or but of in on at to from by")
 # "since I don't live there" gives a reason; "since I bought it" dates the user's own past.
@@ -173,6 +176,8 @@ PARTICIPLES = IRREGULAR_PAST | word_set(
 REQUESTING = word_set("can could would will please give tell suggest recommend any")
 VIEW_VERBS = word_set("think recommend suggest reckon advise believe feel say")
 FIRST_SINGULAR = word_set("i me my mine myself")
+VIEW_NOUNS = word_set("thoughts opinion opinions take verdict")
+VIEW_ASKED_WORDS = 2  # "Thoughts?", "your take?", "any opinions?"
 
 ASKING_FOR = word_set(
     "recommend recommendations suggest suggestions tips ideas advice recommendation suggestion"
@@ -186,6 +191,12 @@ CHOOSING = word_set(
 )
 # "What <thing> should I get", "any <things> I should learn": a thing chosen for the user.
 CHOICE_OPENERS = word_set("what which any")
+# "which one", "which of them": a pick among the options at hand, not a thing to choose.
+AMONG_AT_HAND = word_set("one ones of")
+# What to do, say, know or look for is asked as advice, whoever asks: "what should I
+# expect?", "what should I say to her?", "what could I use instead?".
+ADVISING_VERBS = word_set(
+    "do be say tell ask know expect mean call write think consider look avoid use")
 MAX_THING_WORDS = 3
 # A measure is worked out, not chosen to taste: "what temperature should I bake it at".
 MEASURES = word_set(
@@ -231,6 +242,10 @@ class Personal:
     # A recommendation asked for the user ("resources where I can learn ..."): their
     # preferences may matter, though the request names nothing of their life.
     for_the_user: str | None = None
+    # A choice asked with no one named it is for ("recommend a podcast for the commute?",
+    # "what should I read next?"): the asker's tastes decide it, if the message tells
+    # nothing else that would.
+    left_to_taste: str | None = None
     task: bool = False
     role_play: bool = False  # a scene or persona set up (a task whatever it says of "me")
     # A question that speaks of the user as themselves ("... my sister's flight?", "how
@@ -312,6 +327,8 @@ def read_sentence(words: Sequence[str], signals: Personal, first_sentence: bool)
     if signals.for_the_user is None:
         signals.for_the_user = _thing_chosen(words)
         signals.chooses = signals.chooses or signals.for_the_user is not None
+    if signals.left_to_taste is None:
+        signals.left_to_taste = _left_to_taste(words)
     if signals.for_the_user is None and not ASKING_FOR.isdisjoint(words):
         # The user as the one it is for ("where I can learn", "for my garden", "for me"),
         # not merely as the one given it ("give me ten ideas").
@@ -342,6 +359,28 @@ def _thing_chosen(words: Sequence[str]) -> str | None:
                        and w not in TASK_OBJECTS for w in thing):
                     return f"{word} {' '.join(thing)} {' '.join(pair)}"
                 break
+    return None
+
+
+def _left_to_taste(words: Sequence[str]) -> str | None:
+    """A choice asked without naming what decides it: a recommendation asked for ("what
+    dessert would you suggest?", "ideas?"), or a thing to pick asked as the object of a
+    verb of its own ("what should we put on", "what could I grow this spring?"). Not a pick
+    among options at hand ("which would you pick?"), nor what to do, say or know, which is
+    advice anyone gets ("what should I expect?")."""
+    for i, word in enumerate(words):
+        at_hand = word == "which" and i + 1 < len(words) and (
+            words[i + 1] in MODALS or words[i + 1] in AMONG_AT_HAND)
+        if at_hand or word in ("how", "way", "ways"):
+            return None
+    chosen = next((word for word in words if word in CHOOSING), None)
+    if chosen is not None:
+        return chosen
+    for i, word in enumerate(words[:-3]):
+        if (word in CHOICE_OPENERS and words[i + 1] in MODALS and words[i + 2] in SUBJECTS
+                and words[i + 3].isalpha() and words[i + 3] not in NOT_A_THING
+                and words[i + 3] not in ADVISING_VERBS):
+            return " ".join(words[i:i + 4])
     return None
 
 
@@ -481,7 +520,12 @@ def _addressed(words: Sequence[str]) -> bool:
 
 
 def _asks_model_view(words: Sequence[str]) -> bool:
-    """'What do you think?', 'Do you think it might be ...', 'would you recommend'."""
+    """'What do you think?', 'Do you think it might be ...', 'would you recommend', and a
+    view asked in a word after what was told ('... for our honeymoon. Thoughts?')."""
+    spoken = [w for w in words if w.isalpha()]
+    if (len(spoken) <= VIEW_ASKED_WORDS and not VIEW_NOUNS.isdisjoint(spoken)
+            and words[-1] in ("?", "？")):
+        return True
     return any(words[i] == "you" and words[i + 1] in VIEW_VERBS for i in range(len(words) - 1))
 
 
@@ -597,6 +641,8 @@ def _own_past(words: Sequence[str], opening: Sequence[str], told: bool = False) 
     # ("list what I missed in this proof" works on the text at hand).
     bidding = opening[0] in REPORTING and not _points_at_hand(words)
     addressed = False  # "you" came first: the question asks the model's view
+    clause_opened = next(
+        (at for at in range(1, len(words)) if words[at] in CLAUSE_CONJUNCTIONS), len(words))
     for i in range(len(words) - 1):
         pair = (words[i], words[i + 1])
         addressed = addressed or pair[0] in SECOND_PERSON
@@ -627,9 +673,12 @@ def _own_past(words: Sequence[str], opening: Sequence[str], told: bool = False) 
         # do we introduce her".
         asked_how = i > 1 and (
             _how_to(words, i - 1) or (words[i - 2] == "why" and before in PRESENT_AUX))
+        # "How long before the swelling goes down and I look normal?": a subject in a
+        # clause of time or condition is that clause's, not the one asked.
+        in_clause = clause_opened < i
         if (pair[0] in SUBJECTS and pair[1].isalpha() and pair[1] not in NOT_OWN_DOING
                 and pair[1] not in NO_VERB and before not in NOT_OWN_DOING
-                and before not in SUBORDINATING and not asked_how):
+                and before not in SUBORDINATING and not asked_how and not in_clause):
             return " ".join(pair)
         # "wat i named the bunny", "where I parked at the airport": the question word
         # opening the sentence asks of the user's past doing, its auxiliary left out.

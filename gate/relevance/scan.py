@@ -375,15 +375,21 @@ def _numerals_read(tokens: Sequence[Any]) -> list[str]:
     """The tokens lower-cased, a Roman one closing a name read as the number ("World War
     I?", "Elizabeth I.", "World War I and its causes"): after a capitalised word inside
     the sentence, the pronoun "I" neither ends a clause nor comes before a conjunction or
-    a preposition, which need a verb between them and a subject."""
+    a preposition, which need a verb between them and a subject. After an article, "I" is
+    the letter ("what did the I stand for?"): no pronoun takes one."""
     words = [token.lower_ for token in tokens]
-    for at in range(2, len(tokens)):
-        if tokens[at].text != "I" or not tokens[at - 1].is_title:
+    for at in range(1, len(tokens)):
+        if words[at] == "i" and words[at - 1] in ARTICLES:
+            words[at] = "letter"
+        if at < 2 or tokens[at].text != "I" or not tokens[at - 1].is_title:
             continue
         following = tokens[at + 1] if at + 1 < len(tokens) else None
         if following is None or following.is_punct or following.lower_ in AFTER_A_NAME:
             words[at] = "1"
     return words
+
+
+ARTICLES = frozenset({"the", "a", "an"})
 
 
 def _names(tokens: Sequence[Any]) -> list[str]:

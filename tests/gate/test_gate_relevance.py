@@ -849,6 +849,7 @@ async def test_a_fix_for_the_users_situation_needs_memory_to_hold_something_of_i
     "My nephew turns nine next month. Gift ideas?",
     "I've got a free Sunday. What would you recommend I do?",
     "I keep waking up before dawn. Do you think it's my evening coffee?",
+    "We're planning a safari for our anniversary. Thoughts?",
 ])
 async def test_a_choice_or_a_view_asked_for_the_user_keeps_a_small_block(message: str) -> None:
     weak = await decide(message, Probe(0.15))
@@ -865,6 +866,41 @@ async def test_a_thing_to_choose_is_asked_for_the_user(message: str) -> None:
     assert (await decide(message, Probe(0.15))).section == "none", message
     near = await decide(message, Probe(0.30))
     assert (near.section, near.confidence) == ("episode", "low"), near.reason
+
+
+@pytest.mark.parametrize("message", [
+    "Any podcast you'd suggest for the gym?",
+    "what should we watch tonight",
+    "What could I bake this weekend?",
+])
+async def test_a_choice_asked_in_a_few_words_is_left_to_the_users_tastes(message: str) -> None:
+    # No one named as its beneficiary, no criteria told: the asker's tastes decide it.
+    assert (await decide(message, Probe(0.15))).section == "none", message
+    near = await decide(message, Probe(0.30))
+    assert (near.section, near.confidence) == ("episode", "low"), near.reason
+
+
+async def test_what_a_choice_told_in_full_says_of_the_user_is_its_premise() -> None:
+    message = ("Which tablet should I get if I mostly read comics at night, travel a lot, "
+               "hate glossy screens and I use a Mac?")
+    assert (await decide(message, holding_its_words(message))).section == "none"
+    # Asked in fewer words, what it says of the user may be what memory holds of them.
+    short = "Which tablet should I get if I read comics at night, and I travel a lot?"
+    assert (await decide(short, holding_its_words(short))).section == "episode"
+
+
+@pytest.mark.parametrize("message", [
+    "Suggest some healthy snacks for the office.",  # bidden: a task set
+    "What should I expect at my first pottery class?",  # advice anyone gets
+    "which would you pick?",  # among the options at hand
+    # its criteria told
+    "what rug should I buy for a hallway that gets muddy boots, pets and lots of sun, "
+    "nothing too pale",
+])
+async def test_a_choice_set_as_a_task_or_told_in_full_is_no_question_of_taste(
+    message: str,
+) -> None:
+    assert (await decide(message, Probe(0.30))).section == "none", message
 
 
 async def test_what_a_name_memory_holds_owns_is_looked_up_however_written() -> None:
@@ -925,6 +961,9 @@ def test_a_name_with_a_capital_inside_it_is_written_as_a_name() -> None:
     ("wat i named the hamster", "i named"),
     ("where I parked at the stadium?", "i parked"),
     ("When I baked bread it collapsed. Why?", None),  # a clause of time, not a question
+    # the subject of a clause of time inside the question, not of the question
+    ("how long until the bruise fades and I look presentable?", None),
+    ("what did the I in IKEA stand for?", None),  # the letter, after an article
 ])
 def test_a_question_word_then_i_and_a_past_verb_asks_of_the_users_doing(
     message: str, own: str | None,
