@@ -860,21 +860,13 @@ async def test_a_choice_or_a_view_asked_for_the_user_keeps_a_small_block(message
     "what office chair should i get",
     "Any novels I could read next?",
     "which tent should we take",
-])
-async def test_a_thing_to_choose_is_asked_for_the_user(message: str) -> None:
-    # Their tastes decide it: memory near the question, a small block; nothing, none.
-    assert (await decide(message, Probe(0.15))).section == "none", message
-    near = await decide(message, Probe(0.30))
-    assert (near.section, near.confidence) == ("episode", "low"), near.reason
-
-
-@pytest.mark.parametrize("message", [
+    # no one named as its beneficiary, no criteria told: asked in a few words
     "Any podcast you'd suggest for the gym?",
     "what should we watch tonight",
     "What could I bake this weekend?",
 ])
-async def test_a_choice_asked_in_a_few_words_is_left_to_the_users_tastes(message: str) -> None:
-    # No one named as its beneficiary, no criteria told: the asker's tastes decide it.
+async def test_a_thing_to_choose_is_asked_for_the_user(message: str) -> None:
+    # Their tastes decide it: memory near the question, a small block; nothing, none.
     assert (await decide(message, Probe(0.15))).section == "none", message
     near = await decide(message, Probe(0.30))
     assert (near.section, near.confidence) == ("episode", "low"), near.reason
