@@ -105,7 +105,7 @@ CUE_PATTERNS: dict[str, list[list[dict[str, Any]]]] = {
     # "word for word" alone is often a translation style; with "I said" it is recall.
     "verbatim": [seq("word", "-?", "for", "-?", "word"), seq("verbatim"), seq("exact", "words")],
     "my_speech": [
-        seq("i|we", "said|wrote|told|typed|asked|sent|mentioned|put"),
+        seq("i|we", "said|wrote|told|typed|asked|sent|mentioned|put|gave"),
         seq("my", "words|message|messages|question|wording|phrasing"),
     ],
     "episode": [

@@ -115,6 +115,9 @@ LOOKUP_WORDS = 5
 # what decides it but the asker; one asked for the user in more tells its criteria.
 BARE_CHOICE_WORDS = 12
 CHOICE_TOLD_WORDS = 16
+# The user as the one a question is for, or as the owner of what it asks after.
+BENEFICIARIES = frozenset({"me", "us"})
+POSSESSIVES = frozenset({"my", "our"})
 
 
 def _speaks_of_memory(cues: Cues, evidence: Evidence, background: bool = False) -> bool:
@@ -126,6 +129,19 @@ def _speaks_of_memory(cues: Cues, evidence: Evidence, background: bool = False) 
     not speak of them."""
     return ((cues.first_person and not background) or bool(evidence.names)
             or cues.entity is not None)
+
+
+def _chosen_for_user(cues: Cues) -> bool:
+    """Whether a message asks a choice for the user ("which one for me?", "what should
+    I get?") and nothing of their own: no past, no count, no thing of theirs pointed at
+    or asked after ("my party"), no name."""
+    personal = cues.personal
+    chosen = (personal.chooses or personal.for_the_user is not None
+              or personal.left_to_taste is not None
+              or personal.asks_about_user in BENEFICIARIES)
+    return chosen and not (
+        personal.own_past or personal.happened or personal.tallied or personal.points_back
+        or personal.asks_about_user in POSSESSIVES or cues.names)
 
 
 def _capitalised_in(words: list[str], message: str) -> bool:
@@ -269,6 +285,10 @@ class HeuristicGate:
         # says of them is its premise.
         told_choice = personal.for_the_user is not None and (
             cues.at_length or cues.words > CHOICE_TOLD_WORDS)
+        # So does one asked in a conversation ("so which format for me then?"): what the
+        # user told of themselves there decides it; a thing of theirs it asks after ("what
+        # level is my party at now?") is still their own.
+        chosen_in_thread = bool(context.thread.strip()) and _chosen_for_user(cues)
         if personal.task or personal.advice or personal.explains or told_choice:
             own = None
         if own is not None:
@@ -375,7 +395,7 @@ class HeuristicGate:
             # does: memory only where it stands out beyond anything anyone asks. A date in
             # a question of someone else's ("what did Joanna recommend on May 2?") is no
             # telling: nine in ten.
-            if cues.particulars and cues.first_person:
+            if (cues.particulars and cues.first_person) or chosen_in_thread:
                 clear = evidence.beats(UNNAMED, UNNAMED_MARGIN)
             else:
                 clear = evidence.beats(NAMED if cues.particulars else SITUATED_FULL_BLOCK)
@@ -383,6 +403,9 @@ class HeuristicGate:
                 return GateDecision("episode", why)
             if cues.particulars:
                 return GateDecision("none", f"the user's situation, told in full: {seen}")
+            if chosen_in_thread:
+                return GateDecision(
+                    "none", f"a choice the conversation has told the user's case for: {seen}")
             return GateDecision("episode", why, "low")
         if personal.task:
             return GateDecision("none", "a task anyone could ask for")
@@ -390,8 +413,8 @@ class HeuristicGate:
         # in ..., what jobs could I do?"): it says what it needs, as a situation told does.
         # So is a choice whose criteria it tells ("which houseplant for a north-facing
         # bathroom, low maintenance, safe for cats?").
-        for_the_user = (evidence.beats(UNNAMED, UNNAMED_MARGIN) if told_choice
-                        else evidence.beats(FOR_THE_USER))
+        for_the_user = (evidence.beats(UNNAMED, UNNAMED_MARGIN)
+                        if told_choice or chosen_in_thread else evidence.beats(FOR_THE_USER))
         if personal.for_the_user is not None and for_the_user:
             why = f"asked for the user: '{personal.for_the_user}', {seen}"
             return GateDecision("episode", why, "low")

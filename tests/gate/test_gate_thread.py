@@ -34,6 +34,7 @@ async def memory_near(names):
     "remind me what you said about the palaces",
     "that chapel you mentioned, is it open on sundays?",
     "so what did we decide on for the second day in Évora?",
+    "with the car I gave you, how long is the Sintra drive?",
 ])
 async def test_a_follow_up_pointing_into_the_thread_gets_no_memory(message):
     decision = await HeuristicGate().decide(message, GateContext(thread=TRIP, probe=memory_near))
@@ -61,6 +62,33 @@ async def test_what_the_thread_does_not_hold_is_still_memorys(message):
 async def test_the_same_words_without_a_thread_point_at_memory():
     decision = await HeuristicGate().decide(
         "what was that chapel you mentioned?", GateContext(probe=memory_near))
+    assert decision.section == "episode", decision
+
+
+async def memory_above_half(names):
+    """Retrieval nearer than half the requests anyone might send, and no more."""
+    return Evidence(0.32, [0.2, 0.25, 0.3, 0.35, 0.4, 0.45], names=list(names), items=1000)
+
+
+@pytest.mark.parametrize("message", [
+    "so which one for me then?",
+    "any recommendation for me then?",
+    "What should I book then?",
+])
+async def test_a_choice_asked_for_the_user_in_a_thread_is_made_from_what_it_told(message):
+    gate = HeuristicGate()
+    alone = await gate.decide(message, GateContext(probe=memory_above_half))
+    assert alone.section == "episode", alone
+    decision = await gate.decide(message, GateContext(thread=TRIP, probe=memory_above_half))
+    assert decision.section == "none", decision
+    # Memory standing out beyond every request still speaks.
+    decision = await gate.decide(message, GateContext(thread=TRIP, probe=memory_near))
+    assert decision.section == "episode", decision
+
+
+async def test_a_thing_of_the_users_own_asked_in_a_thread_is_still_theirs():
+    decision = await HeuristicGate().decide(
+        "what size is my car again, roughly?", GateContext(thread=TRIP, probe=memory_above_half))
     assert decision.section == "episode", decision
 
 
