@@ -138,6 +138,10 @@ CONDITIONING = word_set("given for with considering despite around within under 
 # Words after which a subject starts a clause inside the question, not its own subject.
 SUBORDINATING = LIKENING | WH_WORDS | word_set(
     "if when whenever while because unless before after until though although whereas whether")
+# Words that set a thing against another ("compare to what I paid", "more than what we
+# spent"), and past states of mind, which are no doings ("than what I expected").
+COMPARING = word_set("to than against")
+MINDED = word_set("thought expected imagined hoped wanted wished assumed guessed feared")
 # What opens a clause of time, condition or concession inside a question.
 CLAUSE_CONJUNCTIONS = word_set(
     "if whenever while because unless before after until till though although whereas")
@@ -653,6 +657,8 @@ def _own_past(words: Sequence[str], opening: Sequence[str], told: bool = False) 
             # user should do is asked; what they say of themselves after is its premise.
             return None
         before = words[i - 1] if i > 0 else ""
+        if (wh or words[-1] == "?") and _set_against(words, i):
+            return " ".join(pair)
         if not wh:
             if bidding and _done_by_user(words, i):
                 return " ".join(pair)
@@ -728,6 +734,12 @@ def looks_up(words: Sequence[str]) -> bool:
             or "please" in spoken  # "two coffees please" asks for a thing done
             or (len(spoken) > 1 and spoken[1] in TAKEN_OBJECTS)):
         return False
+    # The model's view asked now ("kindle or paper, which do you prefer") names no thing;
+    # "the podcast you recommended" names one by what was said.
+    if any(
+            word == "you" and (at + 1 == len(spoken) or not _past(spoken[at + 1]))
+            for at, word in enumerate(spoken)):
+        return False
     # After "my" a verb states what the thing did ("my cat threw up"), after a thing
     # named first it tells which one is meant ("the wine we liked").
     return opening not in POSSESSIVES or not any(_past(w) for w in spoken)
@@ -791,6 +803,16 @@ def _how_things_work(opening: Sequence[str]) -> bool:
     works, whoever's it is (a person as the subject asks about them: "how does Gina ...")."""
     return (len(opening) == 3 and opening[0] == "how" and opening[1] in ("do", "does")
             and opening[2] in THINGS_NAMED)
+
+
+def _set_against(words: Sequence[str], at: int) -> bool:
+    """Whether a subject at `at` opens what the user did, set against the thing asked
+    about ("how does that compare to what I paid last year?", "is it cheaper than what we
+    booked?"): their past, asked as much as the thing. What they expected or thought is
+    no doing."""
+    return (at > 1 and at + 1 < len(words) and words[at] in SUBJECTS
+            and words[at - 1] in ASKING_A_THING and words[at - 2] in COMPARING
+            and _done(words, at + 1) and words[at + 1] not in MINDED)
 
 
 def _obliged(words: Sequence[str], at: int) -> bool:

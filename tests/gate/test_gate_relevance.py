@@ -1234,6 +1234,14 @@ def test_a_judgement_asked_of_a_past_told_is_no_question_about_it() -> None:
     assert shared_scanner().scan("Were we at the coast in October?").personal.own_past
 
 
+def test_what_the_user_did_set_against_a_thing_is_their_own_past() -> None:
+    scan = shared_scanner().scan
+    assert scan("how does that compare to what I paid last year?").personal.own_past
+    assert scan("is it cheaper than what we booked in Porto?").personal.own_past
+    # What the user expected or thought is no doing memory holds.
+    assert scan("how does that compare to what I expected?").personal.own_past is None
+
+
 async def test_a_date_in_a_question_of_someone_elses_is_no_situation_told() -> None:
     # Above nine in ten reference prompts (0.36), not beyond them all by the margin.
     asked = "What did Marguerite recently recommend to Odile on March 3, 2026?"
@@ -1258,9 +1266,14 @@ async def test_a_lookup_naming_nothing_of_the_world_is_the_users_own(lookup: str
     "Ada Lovelace birthplace?",  # names someone of the world
     "How many moons does Jupiter have?",  # a sentence with its verb
     "we went hiking with jo",  # tells
+    "vinyl vs streaming, which do you prefer",  # the model's view asked
 ])
 def test_a_named_or_stated_message_is_no_lookup(message: str) -> None:
     assert not shared_scanner().scan(message).lookup, message
+
+
+def test_a_lookup_may_name_its_thing_by_what_the_model_said() -> None:
+    assert shared_scanner().scan("grout brand you mentioned for the shower").lookup
 
 
 def test_a_question_of_its_own_after_a_past_told_asks_its_own() -> None:
