@@ -48,6 +48,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import re
+from itertools import pairwise
 
 from mnemoproxy.gate.relevance.languages import Shape, asks_at_length, read_shape
 from mnemoproxy.gate.relevance.payload import split_request
@@ -115,6 +117,8 @@ LOOKUP_WORDS = 5
 # what decides it but the asker; one asked for the user in more tells its criteria.
 BARE_CHOICE_WORDS = 12
 CHOICE_TOLD_WORDS = 16
+# Katakana of three characters or more: a loanword, cut into pairs by the search.
+KATAKANA_WORD = re.compile("[\u30a1-\u30fa\u30fc]{3,}")
 # The user as the one a question is for, or as the owner of what it asks after.
 BENEFICIARIES = frozenset({"me", "us"})
 POSSESSIVES = frozenset({"my", "our"})
@@ -142,6 +146,19 @@ def _chosen_for_user(cues: Cues) -> bool:
     return chosen and not (
         personal.own_past or personal.happened or personal.tallied or personal.points_back
         or personal.asks_about_user in POSSESSIVES or cues.names)
+
+
+def _loanword_pieces(text: str, evidence: Evidence) -> set[str]:
+    """The pairs of characters of each katakana word in `text` ("ストレッチ") that memory
+    does not hold whole: a loanword is one word, and a pair of it ("ッチ") is a piece of
+    many others ("マッチ", "キッチン")."""
+    pieces: set[str] = set()
+    whole: set[str] = set()
+    for run in KATAKANA_WORD.findall(text):
+        pairs = [f"{a} {b}" for a, b in pairwise(run)]
+        (whole if all(evidence.words.get(pair, 0) > 0 for pair in pairs) else pieces).update(
+            pairs)
+    return pieces - whole
 
 
 def _capitalised_in(words: list[str], message: str) -> bool:
@@ -502,7 +519,7 @@ class HeuristicGate:
         # Advice or an explanation anyone could want, and a situation told at length (it
         # says what it needs, as in English): only standing out.
         if not (shape.general or at_length):
-            decision = self._memory_asked(shape, evidence, language, seen)
+            decision = self._memory_asked(shape, evidence, language, seen, own_words)
             if decision is not None:
                 return decision
         if evidence.beats(UNNAMED, UNNAMED_MARGIN):
@@ -513,13 +530,15 @@ class HeuristicGate:
 
     @staticmethod
     def _memory_asked(
-        shape: Shape, evidence: Evidence, language: str, seen: str
+        shape: Shape, evidence: Evidence, language: str, seen: str, own_words: str
     ) -> GateDecision | None:
         """A question read by a lexicon that asks for what memory holds: the user's own
         words, a particular of something it holds, a name it holds, or any question of
         the user's own."""
+        pieces = _loanword_pieces(own_words, evidence)
         if shape.first_person:
-            held = evidence.words_held(OWN_WORD_ZIPF, RARE_SHARE, RARE_ITEMS)
+            held = [word for word in evidence.words_held(OWN_WORD_ZIPF, RARE_SHARE, RARE_ITEMS)
+                    if word not in pieces]
             if held:
                 return GateDecision("episode", f"the user's own words memory holds "
                                     f"({language}): {', '.join(held[:4])}", "medium")
@@ -531,7 +550,8 @@ class HeuristicGate:
         # across words ("里的").
         # A piece of a quoted title ("博士" of 『博士の愛した数式』) names nothing of its own.
         held = [word for word in evidence.rare_words_held(
-            RARE_SHARE, RARE_ITEMS, OWN_WORD_ZIPF, unknown=False) if not shape.in_title(word)]
+            RARE_SHARE, RARE_ITEMS, OWN_WORD_ZIPF, unknown=False)
+            if not shape.in_title(word) and word not in pieces]
         named = [word for word in held if word in shape.names]
         if named:
             return GateDecision("episode", f"names someone memory holds ({language}): "

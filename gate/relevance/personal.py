@@ -657,8 +657,6 @@ def _own_past(words: Sequence[str], opening: Sequence[str], told: bool = False) 
             # user should do is asked; what they say of themselves after is its premise.
             return None
         before = words[i - 1] if i > 0 else ""
-        if (wh or words[-1] == "?") and _set_against(words, i):
-            return " ".join(pair)
         if not wh:
             if bidding and _done_by_user(words, i):
                 return " ".join(pair)
@@ -682,6 +680,8 @@ def _own_past(words: Sequence[str], opening: Sequence[str], told: bool = False) 
         # "How long before the swelling goes down and I look normal?": a subject in a
         # clause of time or condition is that clause's, not the one asked.
         in_clause = clause_opened < i
+        if _set_against(words, i):
+            return " ".join(pair)
         if (pair[0] in SUBJECTS and pair[1].isalpha() and pair[1] not in NOT_OWN_DOING
                 and pair[1] not in NO_VERB and before not in NOT_OWN_DOING
                 and before not in SUBORDINATING and not asked_how and not in_clause):
@@ -807,9 +807,8 @@ def _how_things_work(opening: Sequence[str]) -> bool:
 
 def _set_against(words: Sequence[str], at: int) -> bool:
     """Whether a subject at `at` opens what the user did, set against the thing asked
-    about ("how does that compare to what I paid last year?", "is it cheaper than what we
-    booked?"): their past, asked as much as the thing. What they expected or thought is
-    no doing."""
+    about ("how does that compare to what I paid last year?"): their past, asked as much
+    as the thing. What they expected or thought is no doing."""
     return (at > 1 and at + 1 < len(words) and words[at] in SUBJECTS
             and words[at - 1] in ASKING_A_THING and words[at - 2] in COMPARING
             and _done(words, at + 1) and words[at + 1] not in MINDED)

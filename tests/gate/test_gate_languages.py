@@ -131,11 +131,25 @@ def test_tell_me_asks_in_japanese_and_its_own_words_are_what_it_asks_about() -> 
 
 async def test_tell_me_about_the_users_own_thing_gets_memory_where_memory_holds_it() -> None:
     async def probe(names):
-        return Evidence(0.1, REFERENCE, words={"ア レ": 2, "レ ル": 2}, items=500)
+        return Evidence(0.1, REFERENCE, words=dict.fromkeys(ALLERGY, 2), items=500)
 
     decision = await HeuristicGate().decide(
         "私のアレルギーを教えてください。", GateContext(probe=probe, language="ja"))
     assert decision.section == "episode", decision.reason
+
+
+ALLERGY = ("ア レ", "レ ル", "ル ギ", "ギ ー")  # "アレルギー", as the search cuts it
+
+
+async def test_a_piece_of_a_loanword_memory_does_not_hold_whole_is_no_word_of_the_users() -> None:
+    async def probe(names):
+        # "ッチ" of "ストレッチ" is held, as a piece of "マッチ" or "キッチン" would be.
+        return Evidence(0.1, REFERENCE, words={"ス ト": 0, "ト レ": 0, "レ ッ": 0, "ッ チ": 2},
+                        items=500)
+
+    decision = await HeuristicGate().decide(
+        "肩こりに効く、自分でできるストレッチある？", GateContext(probe=probe, language="ja"))
+    assert not decision.reason.startswith("the user's own words"), decision.reason
 
 
 @pytest.mark.parametrize(

@@ -1237,7 +1237,7 @@ def test_a_judgement_asked_of_a_past_told_is_no_question_about_it() -> None:
 def test_what_the_user_did_set_against_a_thing_is_their_own_past() -> None:
     scan = shared_scanner().scan
     assert scan("how does that compare to what I paid last year?").personal.own_past
-    assert scan("is it cheaper than what we booked in Porto?").personal.own_past
+    assert scan("which is cheaper than what we booked in Porto?").personal.own_past
     # What the user expected or thought is no doing memory holds.
     assert scan("how does that compare to what I expected?").personal.own_past is None
 
