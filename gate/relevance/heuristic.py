@@ -21,7 +21,8 @@ points back into its own conversation, thread.py: both need no memory):
    user's own, chooses nothing for them and plans nothing ahead needs retrieval beating
    nine tenths of the reference prompts. A choice asked for the user ("what office chair
    should I get?", or in a few words with no one named: "What should I read next?"):
-   a small block beyond half of them; told with its criteria, only standing out.
+   a small block beyond half of them; told with its criteria, or asked in a conversation
+   that told the user's case, only standing out.
 5. A question (not a mere request) naming what the agent's memory holds. A name its
    memory says throughout (the people a history is about): memory. A known entity, or a
    name most retrieved items mention: memory when retrieval beats half the reference
