@@ -33,7 +33,16 @@ class Lexicon:
     first_person: frozenset[str]
     questions: frozenset[str]  # question words
     tasks: frozenset[str]  # imperatives that open a task ("write", "translate", ...)
-    recall: frozenset[str]  # pointing back: "remember", "I told you", "I said"
+    # Pointing back at what was said ("I told you", "you said"), or asking what a thing
+    # was again: where the subject goes unsaid ("On a quelle voiture, déjà ?", "집들이 때
+    # 만든 요리가 뭐였더라?"), a thing of the user's own.
+    recall: frozenset[str]
+    # Asking whether the model remembers or knows a thing, or to be reminded of it
+    # ("tu te souviens", "weißt du", "提醒我"), words or pairs joined by "_": asked of the
+    # world ("¿sabes quién pintó el Guernica?") as often as of the user's, so it points
+    # back only where the message also speaks of the user, as "remind me" in English
+    # (scan.py). Its "me" is the one the request is for.
+    reminders: frozenset[str] = frozenset()
     # What anyone in the user's place would want, even asked in the first person: advice
     # ("can I", "should I", "is it worth", "tips") or an explanation ("why").
     general: frozenset[str] = frozenset()
@@ -68,11 +77,13 @@ LEXICONS: dict[str, Lexicon] = {
                  "welcher welches welchen welchem wieviel wieviele"),
         word_set("schreib schreibe übersetze übersetz erkläre erklär fasse formuliere "
                  "korrigiere verfasse erstelle nenne beschreibe stell"),
-        word_set("erinnerst erinnern erinnere erzählt gesagt erwähnt weißt nochmal nochmals "
-                 "noch_mal"),
+        word_set("erzählt gesagt erwähnt"),
+        reminders=word_set("erinnerst erinnern erinnere erinner erinnere_mich erinner_mich weißt "
+                           "nochmal nochmals noch_mal"),
         general=word_set("warum wieso weshalb kann könnte sollte soll muss müsste lohnt "
                          "empfiehlst empfehlen tipps"),
-        particular=word_set("wann wo wer wem wen wessen wohin heißt heißen name namen"),
+        particular=word_set("wann wo wer wem wen wessen wohin heißt heißen hieß hießen name "
+                            "namen"),
         before_now=word_set("gestern vorgestern neulich letztens damals letztes_mal letzte_woche "
                             "letzten_monat letztes_jahr vor_kurzem vor_einer vor_einem vor_ein "
                             "vor_zwei vor_drei"),
@@ -88,8 +99,10 @@ LEXICONS: dict[str, Lexicon] = {
                  "cuántas"),
         word_set("escribe escríbeme traduce tradúceme explica explícame resume redacta "
                  "corrige describe imagina haz"),
-        word_set("recuerdas acuerdas acordás recuérdame recuerdame dije conté comenté mencioné "
-                 "dijiste contaste comentaste mencionaste recomendaste sabes"),
+        word_set("dije conté comenté mencioné dijiste contaste comentaste mencionaste "
+                 "recomendaste"),
+        reminders=word_set("recuerdas acuerdas acordás recuérdame recuerdame recordame "
+                           "me_recuerdas sabes sabés"),
         general=word_set("por_qué porqué hay_que puedo podría debo debería conviene recomiendas "
                          "recomiendan consejos"),
         particular=word_set("cuándo dónde quién quiénes llama llaman llamaba nombre"),
@@ -107,8 +120,9 @@ LEXICONS: dict[str, Lexicon] = {
                  "pourquoi"),
         word_set("écris écrivez traduis traduisez explique expliquez résume résumez rédige "
                  "rédigez corrige corrigez décris imagine fais"),
-        word_set("souviens rappelle rappelles rappelez dit raconté mentionné sais déjà "
-                 "deja"),
+        word_set("dit raconté mentionné"),
+        reminders=word_set("déjà deja souviens rappelle rappelles rappelez rappelle_moi "
+                           "rappelez_moi tu_sais sais_tu vous_savez savez_vous"),
         general=word_set("pourquoi peux pourrais dois devrais faut conseilles conseils"),
         particular=word_set("quand où qui appelle appellent appelait nom"),
         before_now=word_set("hier autre_jour dernière_fois derniere_fois première_fois "
@@ -124,7 +138,9 @@ LEXICONS: dict[str, Lexicon] = {
         word_set("que quê q quem quando onde como qual quais quanto quanta quantos quantas"),
         word_set("escreva escreve traduza traduz explique explica resuma resume redija "
                  "corrija descreva imagine finja faça"),
-        word_set("lembra lembras lembre disse contei falei mencionei sabe"),
+        word_set("disse contei falei mencionei"),
+        reminders=word_set("lembra lembras lembre lembra_me lembre_me me_lembra me_lembre "
+                           "sabe sabes"),
         general=word_set("por_que porquê tem_que posso poderia devo deveria vale recomenda dicas"),
         particular=word_set("quando onde quem chama chamam chamava nome"),
         before_now=word_set("ontem anteontem outro_dia última_vez ultima_vez mês_passado "
@@ -140,7 +156,8 @@ LEXICONS: dict[str, Lexicon] = {
         word_set("che cosa chi quando dove come quale quali quanto quanta quanti quante "
                  "perché"),
         word_set("scrivi traduci spiega riassumi correggi descrivi immagina fai"),
-        word_set("ricordi ricorda ricordami detto raccontato menzionato sai"),
+        word_set("detto raccontato menzionato"),
+        reminders=word_set("ricordi ricorda ricordami mi_ricordi sai"),
         general=word_set("perché posso potrei devo dovrei conviene consigli"),
         particular=word_set("quando dove chi chiama chiamano chiamava nome"),
         ways=word_set("come"),
@@ -150,7 +167,8 @@ LEXICONS: dict[str, Lexicon] = {
         | word_set("mama papa oma opa"),
         word_set("wie wat wanneer waar hoe waarom welke welk hoeveel"),
         word_set("schrijf vertaal leg vat corrigeer beschrijf stel"),
-        word_set("herinner herinnert gezegd verteld genoemd weet"),
+        word_set("gezegd verteld genoemd"),
+        reminders=word_set("herinner herinnert herinner_me herinner_mij weet_je weet_jij weet_u"),
         general=word_set("waarom kan kun moet zou tips"),
         particular=word_set("wanneer waar wie heet heten naam"),
         ways=word_set("hoe"),
@@ -165,8 +183,10 @@ LEXICONS: dict[str, Lexicon] = {
                  "каком сколько почему зачем чей чья"),
         word_set("напиши напишите переведи переведите объясни объясните перескажи "
                  "сократи составь исправь опиши представь представьте"),
-        word_set("помнишь помните напомни напомните рассказывал рассказывала рассказал "
-                 "рассказала говорил говорила упоминал упоминала знаешь"),
+        word_set("рассказывал рассказывала рассказал рассказала говорил говорила упоминал "
+                 "упоминала"),
+        reminders=word_set("помнишь помните напомни напомните напомни_мне напомните_мне "
+                           "знаешь знаете"),
         general=word_set("почему отчего стоит нужно надо можно лучше посоветуешь советы"),
         particular=word_set("когда где кто кого кому куда зовут звали называется название имя"),
         before_now=word_set("вчера позавчера недавно однажды назад прошлый прошлой прошлом "
@@ -182,8 +202,10 @@ LEXICONS: dict[str, Lexicon] = {
                    "是不是"}),
         frozenset({"翻译", "写一", "写个", "帮我写", "解释", "总结", "改写", "润色", "扮演",
                    "假装", "讲讲", "介绍一下", "科普"}),
-        # "来着", like Japanese "っけ" and Korean "였더라": what was it again?
-        frozenset({"记得", "提醒", "说过", "告诉过", "提过", "讲过", "来着"}),
+        # "来着", like Japanese "っけ" and Korean "였더라": what was it again? Said where the
+        # subject is left out, it asks back a thing of the user's own.
+        frozenset({"说过", "告诉过", "提过", "讲过", "来着"}),
+        reminders=frozenset({"记得", "提醒"}),
         general=frozenset({"为什么", "为啥", "办法", "应该", "值得", "建议", "推荐", "怎样才能",
                            "怎么才能", "如何"}),
         particular=frozenset({"什么时候", "哪天", "几号", "星期几", "哪里", "哪儿", "谁", "叫什么",
@@ -201,7 +223,8 @@ LEXICONS: dict[str, Lexicon] = {
                    "どの", "いくら", "ですか", "ますか", "か？", "教えて"}),
         frozenset({"翻訳", "書いて", "説明して", "まとめて", "要約", "訳して", "演じて",
                    "ふりをして", "解説"}),
-        frozenset({"覚えて", "言った", "話した", "伝えた", "教えた", "っけ"}),
+        frozenset({"言った", "話した", "伝えた", "教えた", "っけ"}),
+        reminders=frozenset({"覚えて"}),
         general=frozenset({"なぜ", "どうして", "ばいい", "たらいい", "コツ", "おすすめ", "方法",
                            "べき"}),
         particular=frozenset({"いつ", "どこ", "誰", "だれ", "名前", "曜日", "何日"}),
@@ -218,8 +241,9 @@ LEXICONS: dict[str, Lexicon] = {
         frozenset({"뭐", "무엇", "무슨", "누구", "누가", "언제", "어디", "어떻게", "왜",
                    "몇", "며칠", "어느", "얼마", "뭐지", "알려"}),
         frozenset({"번역", "써줘", "써 줘", "작성", "설명해", "요약", "역할"}),
-        frozenset({"기억", "말했", "얘기했", "말씀드렸", "알려드렸", "였더라", "뭐였", "라고 했",
-                   "었지", "었죠"}),
+        frozenset({"말했", "얘기했", "말씀드렸", "알려드렸", "라고 했", "였더라", "뭐였", "었지",
+                   "었죠"}),
+        reminders=frozenset({"기억"}),
         general=frozenset({"왜", "해야", "좋을까", "방법", "추천", "면 좋"}),
         particular=frozenset({"언제", "어디", "누구", "누가", "며칠", "이름", "요일"}),
         before_now=frozenset({"전에", "지난번", "저번", "어제", "지난주", "지난달", "작년",
@@ -248,7 +272,7 @@ def content_of(text: str, language: str | None) -> str:
     if lexicon is None or lexicon.reading == "prefixes":
         return text
     forms = (lexicon.first_person | lexicon.questions | lexicon.tasks | lexicon.recall
-             | lexicon.general | lexicon.particular)
+             | lexicon.reminders | lexicon.general | lexicon.particular)
     if lexicon.reading == "words":
         return _WORD.sub(lambda word: " " if word[0].lower() in forms else word[0], text)
     forms |= frozenset(ASKING_FORMS.get(language or "", ()))
@@ -282,7 +306,7 @@ KOREAN_WORD_CHARS = 4
 QUESTION_MARKS = ("?", "？", "؟")
 LEADING_PARTICLE_CHARS = 2
 FRAGMENT_WORDS = 5
-_REQUEST_OBJECT = re.compile("(?:给|帮|替|跟|让|告诉|教|对|私に|僕に)(?:我|私|僕)?")
+_REQUEST_OBJECT = re.compile("(?:给|帮|替|跟|让|告诉|教|对|提醒|私に|僕に)(?:我|私|僕)?")
 
 
 @dataclass(frozen=True)
@@ -292,7 +316,10 @@ class Shape:
     first_person: bool
     question: bool
     task: bool
-    recall: bool
+    recall: bool  # pointing back at what was said, or asking back a thing of the user's
+    # Asking a thing back (a reminder), whoever's it is: a particular, which a
+    # conversation that said it answers.
+    reminded: bool = False
     general: bool = False
     particular: bool = False
     # Words written as names, inside a sentence ("la prima Marta"), lower-cased.
@@ -318,53 +345,85 @@ def read_shape(text: str, language: str) -> Shape | None:
     asks = stripped.endswith(QUESTION_MARKS) or _asks_then_says_why(stripped)
     if lexicon.reading == "markers":
         found = lambda words: any(word in stripped for word in words)  # noqa: E731
-        # "给我讲讲", "帮我写": the user as the one a request is for, not as its subject.
+        # "给我讲讲", "帮我写", "提醒我": the user as the one a request is for, not as its
+        # subject.
         own = _REQUEST_OBJECT.sub("", stripped)
-        return Shape(any(word in own for word in lexicon.first_person),
-                     asks or found(lexicon.questions), found(lexicon.tasks),
-                     found(lexicon.recall), found(lexicon.general),
-                     found(lexicon.particular), titles=_titles_in(stripped),
+        first_person = any(word in own for word in lexicon.first_person)
+        reminded = found(lexicon.reminders)
+        return Shape(first_person, asks or reminded or found(lexicon.questions),
+                     found(lexicon.tasks), found(lexicon.recall) or (reminded and first_person),
+                     reminded, general=found(lexicon.general),
+                     particular=reminded or found(lexicon.particular), titles=_titles_in(stripped),
                      before_now=found(lexicon.before_now),
                      within_now=found(lexicon.within_now))
     words = [w.lower() for w in _WORD.findall(stripped)]
     vocabulary = set(words)
     if lexicon.reading == "prefixes":
         heads = {w[:n] for w in words for n in range(1, min(len(w), KOREAN_WORD_CHARS) + 1)}
-        return Shape(not vocabulary.isdisjoint(lexicon.first_person),
-                     asks or bool(heads & lexicon.questions),
+        first_person = not vocabulary.isdisjoint(lexicon.first_person)
+        reminded = any(word in stripped for word in lexicon.reminders)
+        return Shape(first_person, asks or reminded or bool(heads & lexicon.questions),
                      any(word in stripped for word in lexicon.tasks),
-                     any(word in stripped for word in lexicon.recall),
-                     any(word in stripped for word in lexicon.general),
-                     any(word in stripped for word in lexicon.particular),
+                     any(word in stripped for word in lexicon.recall) or (
+                         reminded and first_person),
+                     reminded,
+                     general=any(word in stripped for word in lexicon.general),
+                     particular=reminded or any(word in stripped for word in lexicon.particular),
                      titles=_titles_in(stripped),
                      before_now=any(word in stripped for word in lexicon.before_now),
                      within_now=any(word in stripped for word in lexicon.within_now))
     # Two words may say it together ("por qué", "noch mal"): looked up joined by "_".
     said = vocabulary | {f"{a}_{b}" for a, b in pairwise(words)}
-    first_person = not vocabulary.isdisjoint(lexicon.first_person) or any(
-        _says_first_person(word, lexicon.first_person_endings)
-        and (n == 0 or words[n - 1] not in DETERMINERS)
+    reminders = _reminder_places(words, lexicon.reminders)
+    reminded = bool(reminders)
+    # The "me" of a reminder ("rappelle-moi") is the one the request is for.
+    first_person = any(
+        n not in reminders and (word in lexicon.first_person or (
+            _says_first_person(word, lexicon.first_person_endings)
+            and (n == 0 or words[n - 1] not in DETERMINERS)))
         for n, word in enumerate(words))
     # A fragment with no question word ("Tomatensorte auf dem Balkon?") looks up what it
-    # names.
-    particular = not vocabulary.isdisjoint(lexicon.particular) or (
+    # names; a reminder asks a particular back.
+    particular = reminded or not vocabulary.isdisjoint(lexicon.particular) or (
         asks and len(words) <= FRAGMENT_WORDS and vocabulary.isdisjoint(lexicon.questions))
     return Shape(
         first_person=first_person,
         # Opening the message, or after a particle that leads in ("c quoi ...", "et où").
-        question=asks or not lexicon.questions.isdisjoint(
+        question=asks or reminded or not lexicon.questions.isdisjoint(
             words[:2] if words and len(words[0]) <= LEADING_PARTICLE_CHARS else words[:1]),
         task=bool(words) and words[0] in lexicon.tasks,
-        recall=not lexicon.recall.isdisjoint(said),
-        # "How do I ...", as in English, asks a way anyone could take.
+        recall=not lexicon.recall.isdisjoint(vocabulary) or (reminded and first_person),
+        reminded=reminded,
+        # "How do I ...", as in English, asks a way anyone could take; so does a "how" that
+        # opens the question after the situation ("tengo la mampara llena de cal, ¿cómo la
+        # limpio?").
         general=not lexicon.general.isdisjoint(said) or (
-            first_person and not particular and bool(words) and words[0] in lexicon.ways),
+            first_person and not particular
+            and not lexicon.ways.isdisjoint(_clause_openers(stripped))),
         particular=particular,
         names=frozenset() if lexicon.capitalises_nouns else _names_in(stripped),
         titles=_titles_in(stripped),
         before_now=not lexicon.before_now.isdisjoint(said),
         within_now=not lexicon.within_now.isdisjoint(said),
     )
+
+
+_CLAUSE_OPENER = re.compile(r"(?:^|[,;:.!?¿¡—–])[^\S\n]*([^\W\d_]+)", re.MULTILINE)
+
+
+def _clause_openers(text: str) -> frozenset[str]:
+    """The words that open the message, one of its lines or one of its clauses."""
+    return frozenset(match[1].lower() for match in _CLAUSE_OPENER.finditer(text))
+
+
+def _reminder_places(words: list[str], reminders: frozenset[str]) -> frozenset[int]:
+    """Where the words ask to be reminded or whether the model knows: a reminder's word,
+    or both words of a reminder said as a pair ("rappelle moi", "me lembra")."""
+    places = {n for n, word in enumerate(words) if word in reminders}
+    for n, pair in enumerate(pairwise(words)):
+        if "_".join(pair) in reminders:
+            places |= {n, n + 1}
+    return frozenset(places)
 
 
 def _asks_then_says_why(text: str) -> bool:
@@ -405,6 +464,7 @@ def _names_in(text: str) -> frozenset[str]:
         if not word[0].isupper() or match.start() == 0:
             continue
         before = text[max(0, match.start() - 2):match.start()].rstrip()
-        if before and (before[-1].isalpha() or before[-1] == ","):
+        # After a letter, a comma, or an elided article ("le brevet d'Hugo").
+        if before and (before[-1].isalpha() or before[-1] in ",'’"):
             names.add(word.lower())
     return frozenset(names)

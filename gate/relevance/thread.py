@@ -138,7 +138,8 @@ EVERYDAY_ZIPF = 5.0
 def follows_in_thread(shape: Shape, own_words: str, thread: str, language: str) -> bool:
     """Whether a message in `language`, read into `shape`, points back into the
     conversation before it (`thread`)."""
-    if not thread.strip() or shape.before_now or not (shape.recall or shape.within_now):
+    if not thread.strip() or shape.before_now or not (shape.recall or shape.reminded
+                                                      or shape.within_now):
         return False
     pieces, words = _content_keys(content_of(own_words, language), language)
     said = _said_in(pieces, words, _folded(thread.lower()))

@@ -91,9 +91,11 @@ async def decide(message: str, language: str, similarity: float = 0.1):
         ("Какой сорт яблони я посадил?", "ru"),
         # The user's own people, named without "my".
         ("Wann hat Oma ihren Arzttermin?", "de"),
-        # "again", asking to be reminded.
-        ("Wie hieß das Restaurant in Bonn noch mal?", "de"),
-        ("C'était quel jour déjà, le déménagement ?", "fr"),
+        # "again", asking to be reminded: of the user's own, or where the subject goes
+        # unsaid.
+        ("Wie hieß nochmal unser Restaurant in Bonn?", "de"),
+        ("C'était quel jour déjà, mon déménagement ?", "fr"),
+        ("Rappelle-moi le jour de notre déménagement.", "fr"),
         ("娘の習い事は何でしたか？", "ja"),
         ("아들이 다니는 학원 이름이 뭐였더라?", "ko"),
         ("周末上的是什么课来着？", "zh"),
@@ -259,6 +261,54 @@ async def test_a_name_memory_holds_written_inside_a_sentence_gets_memory() -> No
     # German writes every noun with a capital.
     german = read_shape("Wie lange hält sich Marmelade im Kühlschrank?", "de")
     assert german is not None and not german.names
+
+
+@pytest.mark.parametrize(("message", "language"), [
+    ("¿Sabes en qué año pintó Picasso el Guernica?", "es"),
+    ("Rappelle-moi la différence entre « davantage » et « d'avantage ».", "fr"),
+    ("Was ist nochmal die Hauptstadt von Neuseeland?", "de"),
+    ("Lembra-me outra vez: escreve-se 'há de' ou 'há-de'?", "pt"),
+    ("Напомни, в каком году пала Берлинская стена?", "ru"),
+    ("提醒我一下，氧化和还原的区别是什么？", "zh"),
+    ("한국전쟁 정전협정 몇 년도였는지 기억나?", "ko"),
+])
+async def test_asked_to_be_reminded_of_the_world_it_points_back_at_nothing(
+    message: str, language: str
+) -> None:
+    # "Remind me", "do you know", "again": of nothing of the user's own, and nothing of
+    # it in memory.
+    shape = read_shape(message, language)
+    assert shape is not None and shape.reminded and not shape.recall and not shape.first_person
+    decision = await decide(message, language)
+    assert decision.section == "none", decision.reason
+
+
+async def test_asked_to_be_reminded_of_a_thing_memory_holds_gets_memory() -> None:
+    async def probe(names):
+        return Evidence(0.1, REFERENCE, words={"tierärztin": 1, "pistache": 1}, items=500,
+                        commonness={"tierärztin": 2.5, "pistache": 2.8})
+
+    gate = HeuristicGate()
+    for message, language in [("Wie hieß nochmal die Tierärztin in Herdern?", "de"),
+                               ("comment elle s'appelait déjà, l'éducatrice de Pistache ?",
+                                "fr")]:
+        decision = await gate.decide(message, GateContext(probe=probe, language=language))
+        assert decision.section == "episode", decision.reason
+    # A name after an elided article is written inside the sentence.
+    shape = read_shape("le brevet d'Hugo, c'était quels jours déjà ?", "fr")
+    assert shape is not None and "hugo" in shape.names
+
+
+@pytest.mark.parametrize(("message", "language"), [
+    ("tengo la mampara de la ducha llena de cal, ¿cómo la limpio sin rayarla?", "es"),
+    ("mon téléphone n'a plus de place, comment libérer de l'espace ?", "fr"),
+    ("Мне 24, снимаю комнату за 15 тысяч. Как распределить бюджет?", "ru"),
+])
+def test_a_how_after_the_users_situation_asks_a_way_anyone_could_take(
+    message: str, language: str
+) -> None:
+    shape = read_shape(message, language)
+    assert shape is not None and shape.first_person and shape.general
 
 
 def test_the_words_of_how_a_question_is_asked_are_not_asked_of_memory() -> None:
