@@ -46,7 +46,8 @@ class Lexicon:
     # What anyone in the user's place would want, even asked in the first person: advice
     # ("can I", "should I", "is it worth", "tips") or an explanation ("why").
     general: frozenset[str] = frozenset()
-    # Asking for a particular: when, where, who, what someone or something is called.
+    # Asking for a particular: when (or which day, which date), where, who, what someone
+    # or something is called.
     particular: frozenset[str] = frozenset()
     # Where the pronoun is dropped, the verb's ending says "I" or "we" ("compré",
     # "comprei", "compramos"): each ending with the fewest letters its word has.
@@ -83,7 +84,7 @@ LEXICONS: dict[str, Lexicon] = {
         general=word_set("warum wieso weshalb kann könnte sollte soll muss müsste lohnt "
                          "empfiehlst empfehlen tipps"),
         particular=word_set("wann wo wer wem wen wessen wohin heißt heißen hieß hießen name "
-                            "namen"),
+                            "namen tag datum"),
         before_now=word_set("gestern vorgestern neulich letztens damals letztes_mal letzte_woche "
                             "letzten_monat letztes_jahr vor_kurzem vor_einer vor_einem vor_ein "
                             "vor_zwei vor_drei"),
@@ -105,7 +106,7 @@ LEXICONS: dict[str, Lexicon] = {
                            "me_recuerdas sabes sabés"),
         general=word_set("por_qué porqué hay_que puedo podría debo debería conviene recomiendas "
                          "recomiendan consejos"),
-        particular=word_set("cuándo dónde quién quiénes llama llaman llamaba nombre"),
+        particular=word_set("cuándo dónde quién quiénes llama llaman llamaba nombre día fecha"),
         before_now=word_set("ayer anteayer otro_día otro_dia una_vez mes_pasado año_pasado "
                             "ano_pasado verano_pasado semana_pasada hace_unos hace_unas "
                             "hace_tiempo hace_días hace_dias hace_semanas hace_meses"),
@@ -124,7 +125,7 @@ LEXICONS: dict[str, Lexicon] = {
         reminders=word_set("déjà deja souviens rappelle rappelles rappelez rappelle_moi "
                            "rappelez_moi tu_sais sais_tu vous_savez savez_vous"),
         general=word_set("pourquoi peux pourrais dois devrais faut conseilles conseils"),
-        particular=word_set("quand où qui appelle appellent appelait nom"),
+        particular=word_set("quand où qui appelle appellent appelait nom jour date"),
         before_now=word_set("hier autre_jour dernière_fois derniere_fois première_fois "
                             "premiere_fois mois_dernier semaine_dernière année_dernière "
                             "été_dernier une_fois"),
@@ -142,7 +143,7 @@ LEXICONS: dict[str, Lexicon] = {
         reminders=word_set("lembra lembras lembre lembra_me lembre_me me_lembra me_lembre "
                            "sabe sabes"),
         general=word_set("por_que porquê tem_que posso poderia devo deveria vale recomenda dicas"),
-        particular=word_set("quando onde quem chama chamam chamava nome"),
+        particular=word_set("quando onde quem chama chamam chamava nome dia data"),
         before_now=word_set("ontem anteontem outro_dia última_vez ultima_vez mês_passado "
                             "mes_passado ano_passado semana_passada uma_vez há_uns há_umas "
                             "há_tempo"),
@@ -159,7 +160,7 @@ LEXICONS: dict[str, Lexicon] = {
         word_set("detto raccontato menzionato"),
         reminders=word_set("ricordi ricorda ricordami mi_ricordi sai"),
         general=word_set("perché posso potrei devo dovrei conviene consigli"),
-        particular=word_set("quando dove chi chiama chiamano chiamava nome"),
+        particular=word_set("quando dove chi chiama chiamano chiamava nome giorno data"),
         ways=word_set("come"),
     ),
     "nl": Lexicon(
@@ -170,7 +171,7 @@ LEXICONS: dict[str, Lexicon] = {
         word_set("gezegd verteld genoemd"),
         reminders=word_set("herinner herinnert herinner_me herinner_mij weet_je weet_jij weet_u"),
         general=word_set("waarom kan kun moet zou tips"),
-        particular=word_set("wanneer waar wie heet heten naam"),
+        particular=word_set("wanneer waar wie heet heten naam datum"),
         ways=word_set("hoe"),
     ),
     "ru": Lexicon(
@@ -188,7 +189,8 @@ LEXICONS: dict[str, Lexicon] = {
         reminders=word_set("помнишь помните напомни напомните напомни_мне напомните_мне "
                            "знаешь знаете"),
         general=word_set("почему отчего стоит нужно надо можно лучше посоветуешь советы"),
-        particular=word_set("когда где кто кого кому куда зовут звали называется название имя"),
+        particular=word_set("когда где кто кого кому куда зовут звали называется название имя "
+                            "число числа дата"),
         before_now=word_set("вчера позавчера недавно однажды назад прошлый прошлой прошлом "
                             "прошлого прошлую как_то"),
         within_now=word_set("только_что"),

@@ -294,6 +294,11 @@ async def test_asked_to_be_reminded_of_a_thing_memory_holds_gets_memory() -> Non
                                 "fr")]:
         decision = await gate.decide(message, GateContext(probe=probe, language=language))
         assert decision.section == "episode", decision.reason
+    # A day or a date asked is a particular, as "when" is.
+    for message, language in [("МРТ колена, какое число?", "ru"),
+                              ("Le mariage à Annecy, c'est quel jour ?", "fr")]:
+        shape = read_shape(message, language)
+        assert shape is not None and shape.particular
     # A name after an elided article is written inside the sentence.
     shape = read_shape("le brevet d'Hugo, c'était quels jours déjà ?", "fr")
     assert shape is not None and "hugo" in shape.names
