@@ -28,8 +28,9 @@ from mnemoproxy.gate.relevance.scan import (
 
 @dataclass(frozen=True)
 class Lexicon:
-    # I, me, my, we, our in their forms, and the user's own people named without "my"
-    # ("Mama", "папа", "娘"), as these languages name them.
+    # I, me, my, we, our in their forms (two words joined by "_": "a gente"), and the
+    # user's own people named without "my" ("Mama", "папа", "娘"), as these languages name
+    # them.
     first_person: frozenset[str]
     questions: frozenset[str]  # question words
     tasks: frozenset[str]  # imperatives that open a task ("write", "translate", ...)
@@ -134,7 +135,7 @@ LEXICONS: dict[str, Lexicon] = {
     ),
     "pt": Lexicon(
         word_set("eu me mim meu minha meus minhas comigo nós nosso nossa nossos nossas "
-                 "tenho")
+                 "tenho a_gente")
         | word_set("mamãe papai vovó vovô"),
         word_set("que quê q quem quando onde como qual quais quanto quanta quantos quantas"),
         word_set("escreva escreve traduza traduz explique explica resuma resume redija "
@@ -375,7 +376,8 @@ def read_shape(text: str, language: str) -> Shape | None:
                      before_now=any(word in stripped for word in lexicon.before_now),
                      within_now=any(word in stripped for word in lexicon.within_now))
     # Two words may say it together ("por qué", "noch mal"): looked up joined by "_".
-    said = vocabulary | {f"{a}_{b}" for a, b in pairwise(words)}
+    pairs = {f"{a}_{b}" for a, b in pairwise(words)}
+    said = vocabulary | pairs
     reminders = _reminder_places(words, lexicon.reminders)
     reminded = bool(reminders)
     # The "me" of a reminder ("rappelle-moi") is the one the request is for.
@@ -383,7 +385,7 @@ def read_shape(text: str, language: str) -> Shape | None:
         n not in reminders and (word in lexicon.first_person or (
             _says_first_person(word, lexicon.first_person_endings)
             and (n == 0 or words[n - 1] not in DETERMINERS)))
-        for n, word in enumerate(words))
+        for n, word in enumerate(words)) or not lexicon.first_person.isdisjoint(pairs)
     # A fragment with no question word ("Tomatensorte auf dem Balkon?") looks up what it
     # names; a reminder asks a particular back.
     particular = reminded or not vocabulary.isdisjoint(lexicon.particular) or (

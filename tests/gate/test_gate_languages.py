@@ -89,6 +89,8 @@ async def decide(message: str, language: str, similarity: float = 0.1):
         ("Onde deixei o guarda-chuva?", "pt"),
         ("Où est-ce que j'ai garé la voiture hier ?", "fr"),
         ("Какой сорт яблони я посадил?", "ru"),
+        # "We" in two words.
+        ("O que a gente comprou pro quarto?", "pt"),
         # The user's own people, named without "my".
         ("Wann hat Oma ihren Arzttermin?", "de"),
         # "again", asking to be reminded: of the user's own, or where the subject goes
