@@ -247,7 +247,7 @@ LEXICONS: dict[str, Lexicon] = {
         frozenset({"말했", "얘기했", "말씀드렸", "알려드렸", "라고 했", "였더라", "뭐였", "었지",
                    "었죠"}),
         reminders=frozenset({"기억"}),
-        general=frozenset({"왜", "해야", "좋을까", "방법", "추천", "면 좋"}),
+        general=frozenset({"왜", "해야", "좋을까", "방법", "는 법", "추천", "면 좋"}),
         particular=frozenset({"언제", "어디", "누구", "누가", "며칠", "이름", "요일"}),
         before_now=frozenset({"전에", "지난번", "저번", "어제", "지난주", "지난달", "작년",
                               "예전"}),

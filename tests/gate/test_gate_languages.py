@@ -310,6 +310,7 @@ async def test_asked_to_be_reminded_of_a_thing_memory_holds_gets_memory() -> Non
     ("tengo la mampara de la ducha llena de cal, ¿cómo la limpio sin rayarla?", "es"),
     ("mon téléphone n'a plus de place, comment libérer de l'espace ?", "fr"),
     ("Мне 24, снимаю комнату за 15 тысяч. Как распределить бюджет?", "ru"),
+    ("내 노트북이 또 느려졌어. 시작 프로그램 정리하는 법 알려줘.", "ko"),
 ])
 def test_a_how_after_the_users_situation_asks_a_way_anyone_could_take(
     message: str, language: str
