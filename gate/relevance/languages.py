@@ -380,9 +380,11 @@ def read_shape(text: str, language: str) -> Shape | None:
     said = vocabulary | pairs
     reminders = _reminder_places(words, lexicon.reminders)
     reminded = bool(reminders)
-    # The "me" of a reminder ("rappelle-moi") is the one the request is for.
+    # The "me" of a reminder ("rappelle-moi") or of a task opening the message ("erklär
+    # mir", "explique-moi") is the one the request is for.
+    for_me = reminders | ({1} if len(words) > 1 and words[0] in lexicon.tasks else set())
     first_person = any(
-        n not in reminders and (word in lexicon.first_person or (
+        n not in for_me and (word in lexicon.first_person or (
             _says_first_person(word, lexicon.first_person_endings)
             and (n == 0 or words[n - 1] not in DETERMINERS)))
         for n, word in enumerate(words)) or not lexicon.first_person.isdisjoint(pairs)

@@ -269,6 +269,8 @@ async def test_a_name_memory_holds_written_inside_a_sentence_gets_memory() -> No
     ("¿Sabes en qué año pintó Picasso el Guernica?", "es"),
     ("Rappelle-moi la différence entre « davantage » et « d'avantage ».", "fr"),
     ("Was ist nochmal die Hauptstadt von Neuseeland?", "de"),
+    # The "mir" of a task opening the message is the one it is for.
+    ("Erklär mir nochmal, wie der Satz des Pythagoras funktioniert.", "de"),
     ("Lembra-me outra vez: escreve-se 'há de' ou 'há-de'?", "pt"),
     ("Напомни, в каком году пала Берлинская стена?", "ru"),
     ("提醒我一下，氧化和还原的区别是什么？", "zh"),
