@@ -35,8 +35,8 @@ class Lexicon:
     questions: frozenset[str]  # question words
     tasks: frozenset[str]  # imperatives that open a task ("write", "translate", ...)
     # Pointing back at what was said ("I told you", "you said"), or asking what a thing
-    # was again: where the subject goes unsaid ("On a quelle voiture, déjà ?", "집들이 때
-    # 만든 요리가 뭐였더라?"), a thing of the user's own.
+    # was again where the subject goes unsaid ("집들이 때 만든 요리가 뭐였더라?", "...来着"):
+    # a thing of the user's own.
     recall: frozenset[str]
     # Asking whether the model remembers or knows a thing, or to be reminded of it
     # ("tu te souviens", "weißt du", "提醒我"), words or pairs joined by "_": asked of the
